@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The scheduler's event counters as the agent sees them: the BPF side keeps
+//! one array of counters per CPU (enum linger_stat in bpf/intf.h), and the
+//! agent sums them and reports rates between two readings.
+
+use crate::bpf_intf::*;
+use crate::scheduler::NR_STATS;
+
+/// Totals over all CPUs, indexed by enum linger_stat.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters(pub [u64; NR_STATS]);
+
+/// Display names, in enum linger_stat order.
+const NAMES: [(linger_stat, &str); NR_STATS] = [
+    (linger_stat_LINGER_STAT_DIRECT_IDLE, "direct_idle"),
+    (linger_stat_LINGER_STAT_DIRECT_PINNED, "direct_pinned"),
+    (linger_stat_LINGER_STAT_ENQ_SHARED, "enq_shared"),
+    (linger_stat_LINGER_STAT_DISPATCH, "dispatch"),
+    (linger_stat_LINGER_STAT_KICK_IDLE, "kick_idle"),
+    (linger_stat_LINGER_STAT_KEEP_PREV, "keep_prev"),
+];
+
+impl Counters {
+    /// Sum per-CPU values: each element is one CPU's `u64[NR_STATS]` as
+    /// raw bytes in native byte order.
+    pub fn sum_per_cpu(per_cpu: &[Vec<u8>]) -> Self {
+        let mut total = [0u64; NR_STATS];
+        for cpu in per_cpu {
+            for (slot, chunk) in total.iter_mut().zip(cpu.chunks_exact(8)) {
+                *slot += u64::from_ne_bytes(chunk.try_into().unwrap());
+            }
+        }
+        Counters(total)
+    }
+
+    /// Counts since `earlier` (counters only grow; a reset reads as zero).
+    pub fn since(&self, earlier: &Counters) -> Counters {
+        let mut d = [0u64; NR_STATS];
+        for (i, slot) in d.iter_mut().enumerate() {
+            *slot = self.0[i].saturating_sub(earlier.0[i]);
+        }
+        Counters(d)
+    }
+
+    /// One line of `name=value` pairs, for logs and the terminal.
+    pub fn line(&self) -> String {
+        NAMES
+            .iter()
+            .map(|(idx, name)| format!("{name}={}", self.0[*idx as usize]))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cpu(vals: [u64; NR_STATS]) -> Vec<u8> {
+        vals.iter().flat_map(|v| v.to_ne_bytes()).collect()
+    }
+
+    #[test]
+    fn names_cover_every_counter_in_order() {
+        for (i, (idx, _)) in NAMES.iter().enumerate() {
+            assert_eq!(*idx as usize, i);
+        }
+    }
+
+    #[test]
+    fn sums_cpus_and_diffs_readings() {
+        let mut a = [0u64; NR_STATS];
+        a[0] = 3;
+        a[NR_STATS - 1] = 7;
+        let total = Counters::sum_per_cpu(&[cpu(a), cpu(a)]);
+        assert_eq!(total.0[0], 6);
+        assert_eq!(total.0[NR_STATS - 1], 14);
+        let later = Counters::sum_per_cpu(&[cpu(a), cpu(a), cpu(a)]);
+        assert_eq!(later.since(&total).0[0], 3);
+        assert_eq!(total.since(&later).0[0], 0);
+        assert!(total.line().starts_with("direct_idle=6 "));
+    }
+}

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Helpers for tests that load the real scheduler: start and stop the agent,
+//! read what the kernel says about sched_ext, and run workloads whose
+//! progress we measure from the kernel's own accounting (/proc schedstat,
+//! /proc/stat), never from the scheduler's counters.
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const AGENT: &str = env!("CARGO_BIN_EXE_scx_linger");
+const SCHED_EXT: &str = "/sys/kernel/sched_ext";
+
+/// Fail at once, loudly, when not in the guest: these tests need a kernel
+/// with sched_ext and root, and must never pass by doing nothing.
+pub fn require_guest() {
+    assert!(
+        PathBuf::from(SCHED_EXT).is_dir(),
+        "this kernel has no sched_ext: run these tests with `cargo xtask test`, which boots the guest"
+    );
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "the guest tests run as root: use `cargo xtask test`"
+    );
+}
+
+/// Where a test may leave files the host can read after the run.
+pub fn results_dir() -> PathBuf {
+    let dir = std::env::var_os("SCX_LINGER_RESULTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+pub fn state() -> String {
+    fs::read_to_string(format!("{SCHED_EXT}/state"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+pub fn ops_name() -> Option<String> {
+    fs::read_to_string(format!("{SCHED_EXT}/root/ops"))
+        .ok()
+        .map(|s| s.trim().to_string())
+}
+
+/// Poll `f` every 50 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > end {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The kernel log, for sched_ext's own messages.
+pub fn dmesg() -> String {
+    let out = Command::new("dmesg").output().expect("running dmesg");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// sched_ext lines the kernel logged that mean our scheduler was ejected.
+pub fn ejections(dmesg: &str) -> Vec<String> {
+    dmesg
+        .lines()
+        .filter(|l| {
+            l.contains("sched_ext")
+                && l.contains("disabled")
+                && !l.contains("unregistered from user space")
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// A running `scx_linger run`. Dropping it stops it (SIGTERM) so a failed
+/// test does not leave the next one with a scheduler already loaded.
+pub struct Agent {
+    child: Option<Child>,
+    log: PathBuf,
+}
+
+impl Agent {
+    /// Start the agent and wait until the kernel reports it enabled.
+    pub fn start(args: &[&str]) -> Agent {
+        let log = results_dir().join(format!("agent-{}.log", std::process::id()));
+        let out = fs::File::create(&log).unwrap();
+        let child = Command::new(AGENT)
+            .arg("run")
+            .args(args)
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .spawn()
+            .expect("starting scx_linger");
+        let mut agent = Agent {
+            child: Some(child),
+            log,
+        };
+        let up = wait_until(Duration::from_secs(60), || {
+            state() == "enabled" || agent.try_exit().is_some()
+        });
+        assert!(
+            up && state() == "enabled",
+            "scx_linger did not come up (state {}): {}",
+            state(),
+            agent.output()
+        );
+        agent
+    }
+
+    fn try_exit(&mut self) -> Option<ExitStatus> {
+        self.child.as_mut()?.try_wait().ok().flatten()
+    }
+
+    pub fn output(&self) -> String {
+        fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM and wait; returns the exit status and everything it printed.
+    pub fn stop(mut self) -> (ExitStatus, String) {
+        let status = self.signal_and_wait(libc::SIGTERM);
+        (status, self.output())
+    }
+
+    /// SIGKILL: the agent gets no chance to clean up.
+    pub fn kill9(mut self) -> ExitStatus {
+        self.signal_and_wait(libc::SIGKILL)
+    }
+
+    fn signal_and_wait(&mut self, sig: i32) -> ExitStatus {
+        let mut child = self.child.take().expect("agent already stopped");
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let end = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                return s;
+            }
+            if Instant::now() > end {
+                let _ = child.kill();
+                panic!("scx_linger did not exit within 30 s of signal {sig}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if self.child.is_some() {
+            let _ = self.signal_and_wait(libc::SIGTERM);
+        }
+    }
+}
+
+/// Run the agent to completion (for commands that should fail at once).
+pub fn agent_output(cmd: &mut Command) -> Output {
+    cmd.stdin(Stdio::null())
+        .output()
+        .expect("running scx_linger")
+}
+
+/// Processes that burn CPU (`sh` busy loops), killed on drop.
+pub struct Hogs {
+    children: Vec<Child>,
+}
+
+impl Hogs {
+    pub fn spin(n: usize) -> Hogs {
+        Self::shell(n, "while :; do :; done")
+    }
+
+    /// Fork and exit as fast as possible.
+    pub fn fork_loop(n: usize) -> Hogs {
+        Self::shell(n, "while :; do /bin/true; done")
+    }
+
+    fn shell(n: usize, script: &str) -> Hogs {
+        let children = (0..n)
+            .map(|_| {
+                Command::new("sh")
+                    .args(["-c", script])
+                    .stdout(Stdio::null())
+                    .spawn()
+                    .expect("starting a workload")
+            })
+            .collect();
+        Hogs { children }
+    }
+
+    pub fn pids(&self) -> Vec<i32> {
+        self.children.iter().map(|c| c.id() as i32).collect()
+    }
+
+    /// Nanoseconds each process has run, from /proc/<pid>/schedstat.
+    pub fn runtimes(&self) -> Vec<u64> {
+        self.pids().into_iter().map(runtime_ns).collect()
+    }
+
+    /// True while every process is alive (not exited or reaped).
+    pub fn all_alive(&mut self) -> bool {
+        self.children
+            .iter_mut()
+            .all(|c| matches!(c.try_wait(), Ok(None)))
+    }
+}
+
+impl Drop for Hogs {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// CPU time of a task as the kernel accounts it (first field of
+/// /proc/<pid>/schedstat, in ns).
+pub fn runtime_ns(pid: i32) -> u64 {
+    fs::read_to_string(format!("/proc/{pid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Processes created since boot (the `processes` line of /proc/stat).
+pub fn forks_since_boot() -> u64 {
+    fs::read_to_string("/proc/stat")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("processes ")?.trim().parse().ok())
+        .unwrap()
+}
+
+/// Every process made progress between two runtime readings.
+pub fn all_progressed(before: &[u64], after: &[u64]) -> bool {
+    before.len() == after.len() && before.iter().zip(after).all(|(b, a)| a > b)
+}
+
+/// Online CPUs in the guest.
+pub fn nr_cpus() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

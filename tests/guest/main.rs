@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Integration tests that load the real scx_linger on a kernel with
+//! sched_ext. They run inside the QEMU guest (`cargo xtask test`), one at a
+//! time (`--test-threads=1`: only one scheduler can be loaded), and assert
+//! on what the kernel reports.
+mod common;
+mod lifecycle;
+mod preflight;

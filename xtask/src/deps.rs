@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `cargo xtask deps`: install what building and testing need and the
+//! machine lacks. Idempotent: what is there already is left alone.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::apt::{installed, PrivateApt};
+use crate::paths::cache_dir;
+use crate::step;
+
+/// Debian packages for the BPF build, the guest and the guest tests.
+/// qemu-system-x86 comes from bookworm-backports (10.0; bookworm's 7.2
+/// is older than the QEMU the harness was verified with).
+pub const HOST_PACKAGES: &[&str] = &[
+    "clang-19",        // BPF compiler (scx_cargo needs clang >= 18)
+    "llvm-19",         // llvm-strip for the BPF object
+    "libclang1-19",    // bindgen, for bpf/intf.h
+    "libelf-dev",      // libbpf
+    "zlib1g-dev",      // libbpf
+    "pkg-config",      // libbpf-sys build
+    "qemu-system-x86", // the guest
+    "kmod",            // depmod for the guest kernel's modules
+    "busybox-static",  // virtme-ng's initramfs
+    "cpio",            // virtme-ng's initramfs
+    "zstd",            // kernel module compression
+    "util-linux",      // setpriv/unshare, used by the guest tests
+];
+
+/// virtme-ng boots a kernel with the host's root filesystem shared over 9p.
+pub const VIRTME_NG: &str = "virtme-ng==1.42";
+
+pub fn run() -> Result<()> {
+    let started = Instant::now();
+    install_packages(HOST_PACKAGES)?;
+    install_virtme_ng()?;
+    step(&format!(
+        "deps ready ({:.0} s)",
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(())
+}
+
+/// The apt state that reads bookworm (+updates, -security, -backports).
+pub fn host_apt() -> Result<PrivateApt> {
+    PrivateApt::new(
+        cache_dir().join("apt-host"),
+        &[
+            (
+                "http://deb.debian.org/debian",
+                &["bookworm", "bookworm-updates", "bookworm-backports"],
+            ),
+            (
+                "http://deb.debian.org/debian-security",
+                &["bookworm-security"],
+            ),
+        ],
+    )
+}
+
+/// Install whichever of `pkgs` are missing, saying which.
+pub fn install_packages(pkgs: &[&str]) -> Result<()> {
+    let missing: Vec<String> = pkgs
+        .iter()
+        .filter(|p| !installed(p))
+        .map(|p| p.to_string())
+        .collect();
+    if missing.is_empty() {
+        step("Debian packages: all present");
+        return Ok(());
+    }
+    step(&format!(
+        "installing Debian packages: {}",
+        missing.join(" ")
+    ));
+    let apt = host_apt()?;
+    apt.update(Duration::from_secs(6 * 3600))?;
+    apt.install(&missing, Some("bookworm-backports"))
+}
+
+fn install_virtme_ng() -> Result<()> {
+    let want = VIRTME_NG.split("==").nth(1).unwrap_or_default();
+    let have = Command::new("vng")
+        .arg("--version")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    if have.contains(want) {
+        step(&format!("virtme-ng {want}: present"));
+        return Ok(());
+    }
+    step(&format!("installing {VIRTME_NG} from PyPI"));
+    let status = Command::new("python3")
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--root-user-action=ignore",
+            VIRTME_NG,
+        ])
+        .status()
+        .context("running python3 -m pip")?;
+    if !status.success() {
+        bail!("pip install {VIRTME_NG} failed ({status})");
+    }
+    Ok(())
+}

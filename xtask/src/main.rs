@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Developer and CI tasks for scx_linger (`cargo xtask …`).
+//!
+//! Our own machines run kernels without sched_ext, so every scheduler test
+//! runs in a QEMU guest (software emulation) booting a Debian kernel that has
+//! it. These tasks install what that needs, fetch or build the kernels, boot
+//! the guest, and run the tests and the demo there. Everything they download
+//! or build is cached outside the git tree (see `paths`), so a second run
+//! costs only what changed.
+mod apt;
+mod demo;
+mod deps;
+mod kernel;
+mod paths;
+mod test;
+mod vm;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "scx_linger developer and CI tasks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Install missing build and guest tools (Debian packages, virtme-ng).
+    Deps,
+    /// Fetch the newest Debian kernel with sched_ext, or build an LTS one.
+    Kernel(kernel::KernelArgs),
+    /// Boot the sched_ext guest and run a command in the project tree.
+    Vm(vm::VmArgs),
+    /// Formatting, lints, host unit tests, then the guest integration tests.
+    Test(test::TestArgs),
+    /// The README's main job: boot the guest, load scx_linger, show it work.
+    Demo(demo::DemoArgs),
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let result: Result<i32> = match cli.command {
+        Command::Deps => deps::run().map(|_| 0),
+        Command::Kernel(a) => kernel::run(&a).map(|_| 0),
+        Command::Vm(a) => vm::run_cli(&a),
+        Command::Test(a) => test::run(&a),
+        Command::Demo(a) => demo::run(&a),
+    };
+    match result {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("xtask: error: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Print a step header, so long runs show where they are.
+pub fn step(msg: &str) {
+    eprintln!("==> {msg}");
+}

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `cargo xtask test`: every check the project has, in the order that fails
+//! fastest: formatting, lints, host unit tests, then the integration tests
+//! (tests/guest) inside the sched_ext guest on each requested kernel.
+//!
+//! The closing line counts every test that ran, host and guest, and the
+//! command fails if any step fails, if the guest cannot boot, or if a guest
+//! run reports no test at all: a test that did not run never counts as
+//! passed.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use crate::paths::project_root;
+use crate::vm::{self, VmArgs};
+use crate::{deps, kernel, step};
+
+#[derive(clap::Args)]
+pub struct TestArgs {
+    /// Kernels to run the guest tests on (repeatable): `debian`, `lts-6.12`.
+    #[arg(long = "kernel", default_values_t = vec!["debian".to_string()])]
+    pub kernels: Vec<String>,
+    /// Also build the 6.12 LTS kernel if needed and run the guest tests on
+    /// it (about 20 min the first time on 2 cores, cached after).
+    #[arg(long)]
+    pub lts: bool,
+    /// Virtual CPUs for the guest.
+    #[arg(long, default_value_t = 2)]
+    pub cpus: u32,
+    /// Only guest tests whose name contains this.
+    #[arg(long)]
+    pub filter: Option<String>,
+    /// Skip fmt, clippy and host unit tests (for iterating on guest tests).
+    #[arg(long)]
+    pub guest_only: bool,
+}
+
+/// Passed/failed counts summed from libtest's `test result:` lines.
+#[derive(Default, Debug, PartialEq, Eq)]
+pub struct Tally {
+    pub passed: u64,
+    pub failed: u64,
+    pub suites: u64,
+}
+
+impl Tally {
+    /// Add one output line if it is a libtest summary.
+    pub fn scan(&mut self, line: &str) {
+        let Some(rest) = line.trim().strip_prefix("test result: ") else {
+            return;
+        };
+        self.suites += 1;
+        for part in rest.split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(kind), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let n: u64 = n.parse().unwrap_or(0);
+            match kind {
+                "passed" => self.passed += n,
+                "failed" => self.failed += n,
+                _ => {}
+            }
+        }
+    }
+}
+
+pub fn run(args: &TestArgs) -> Result<i32> {
+    let started = Instant::now();
+    deps::run()?;
+    let mut kernels = args.kernels.clone();
+    if args.lts && !kernels.iter().any(|k| k == "lts-6.12") {
+        kernel::run(&kernel::KernelArgs {
+            lts: Some("6.12".into()),
+        })?;
+        kernels.push("lts-6.12".into());
+    }
+
+    let mut tally = Tally::default();
+    if !args.guest_only {
+        step("cargo fmt --check");
+        cargo(&["fmt", "--all", "--check"])?;
+        step("cargo clippy -D warnings");
+        cargo(&[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--quiet",
+            "--",
+            "-D",
+            "warnings",
+        ])?;
+        step("host unit tests");
+        let host = cargo_scanned(&["test", "--workspace"], &mut tally)?;
+        if !host {
+            bail!("host unit tests failed");
+        }
+    }
+
+    step("building the guest integration tests");
+    let exe = build_guest_tests()?;
+    let mut failures = Vec::new();
+    for k in &kernels {
+        let mut cmd = vec![
+            exe.to_string_lossy().into_owned(),
+            "--test-threads=1".into(),
+        ];
+        if let Some(f) = &args.filter {
+            cmd.push(f.clone());
+        }
+        let outcome = vm::run(&VmArgs {
+            kernel: k.clone(),
+            cpus: args.cpus,
+            mem: "2G".into(),
+            timeout: 1800,
+            icount: false,
+            cmd: vec![vm::command_string(&cmd)],
+        })?;
+        let mut guest = Tally::default();
+        let output = std::fs::read_to_string(outcome.dir.join("output.log"))?;
+        output.lines().for_each(|l| guest.scan(l));
+        step(&format!(
+            "guest tests on {k}: {} passed, {} failed, exit {} ({:.0} s)",
+            guest.passed,
+            guest.failed,
+            outcome.exit_code,
+            outcome.elapsed.as_secs_f64()
+        ));
+        if guest.suites == 0 || guest.passed + guest.failed == 0 {
+            failures.push(format!("{k}: no guest test ran"));
+        } else if outcome.exit_code != 0 || guest.failed > 0 {
+            failures.push(format!("{k}: guest tests failed"));
+        }
+        tally.passed += guest.passed;
+        tally.failed += guest.failed;
+    }
+
+    step(&format!(
+        "all done in {:.1} min",
+        started.elapsed().as_secs_f64() / 60.0
+    ));
+    // The closing line CI reads: every test that ran, host and guest.
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    if !failures.is_empty() {
+        bail!("{}", failures.join("; "));
+    }
+    Ok(0)
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    let status = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(project_root())
+        .status()
+        .context("running cargo")?;
+    if !status.success() {
+        bail!("cargo {} failed", args.join(" "));
+    }
+    Ok(())
+}
+
+/// Run cargo, echo its stdout and tally libtest summaries; true on success.
+fn cargo_scanned(args: &[&str], tally: &mut Tally) -> Result<bool> {
+    let mut child = Command::new(env!("CARGO"))
+        .args(args)
+        .current_dir(project_root())
+        .stdout(Stdio::piped())
+        .spawn()
+        .context("running cargo")?;
+    let stdout = child.stdout.take().expect("piped");
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        println!("{line}");
+        tally.scan(&line);
+    }
+    Ok(child.wait()?.success())
+}
+
+/// Build tests/guest (and the scx_linger binary it runs) and return the
+/// test executable's path.
+pub fn build_guest_tests() -> Result<PathBuf> {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "test",
+            "--test",
+            "guest",
+            "--no-run",
+            "--message-format=json-render-diagnostics",
+        ])
+        .current_dir(project_root())
+        .stderr(Stdio::inherit())
+        .output()
+        .context("running cargo test --no-run")?;
+    if !out.status.success() {
+        bail!("building the guest tests failed");
+    }
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        if msg["reason"] == "compiler-artifact" && msg["target"]["name"] == "guest" {
+            if let Some(exe) = msg["executable"].as_str() {
+                return Ok(PathBuf::from(exe));
+            }
+        }
+    }
+    bail!("cargo did not report the guest test executable")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tallies_libtest_summaries() {
+        let mut t = Tally::default();
+        t.scan("test result: ok. 8 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.01s");
+        t.scan("test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 1 filtered out");
+        t.scan("running 5 tests");
+        assert_eq!(
+            t,
+            Tally {
+                passed: 11,
+                failed: 2,
+                suites: 2
+            }
+        );
+    }
+}

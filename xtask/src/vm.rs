@@ -1,0 +1,301 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `cargo xtask vm`: boot the sched_ext guest under QEMU software emulation
+//! (TCG) with virtme-ng, run one command as root in the project tree, and
+//! return its exit code.
+//!
+//! virtme-ng shares the host's root filesystem read-only (with overlays on
+//! /etc, /tmp, …) and one read-write directory per run, `target/vm/<run>/`.
+//! The command's output goes to `output.log` there and we stream it while
+//! the guest runs; the exit code comes back in `exit-code`. The kernel
+//! console goes to `console.log`, for sched_ext messages and boot failures.
+//! If `exit-code` never appears the guest did not run the command, and we
+//! fail loudly instead of reporting anything about the command.
+
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::kernel;
+use crate::paths::{project_root, vm_results_root};
+use crate::step;
+
+#[derive(clap::Args, Clone)]
+pub struct VmArgs {
+    /// Kernel to boot: `debian` (newest Debian kernel with sched_ext) or
+    /// `lts-6.12` (built by `cargo xtask kernel --lts 6.12`).
+    #[arg(long, default_value = "debian")]
+    pub kernel: String,
+    /// Virtual CPUs.
+    #[arg(long, default_value_t = 2)]
+    pub cpus: u32,
+    /// Guest memory, as QEMU takes it (e.g. 2G).
+    #[arg(long, default_value = "2G")]
+    pub mem: String,
+    /// Give up (and kill the guest) after this many seconds.
+    #[arg(long, default_value_t = 1800)]
+    pub timeout: u64,
+    /// Deterministic timing: the guest clock follows instruction counts
+    /// (`-icount shift=3,sleep=off`). vCPUs then run round-robin in one host
+    /// thread: right for primary/guest figures, wrong for gang effects.
+    #[arg(long)]
+    pub icount: bool,
+    /// The command to run in the guest (through `sh -c`).
+    #[arg(last = true, required = true)]
+    pub cmd: Vec<String>,
+}
+
+pub fn run_cli(args: &VmArgs) -> Result<i32> {
+    let outcome = run(args)?;
+    step(&format!(
+        "guest command exited with {} ({:.0} s; results in {})",
+        outcome.exit_code,
+        outcome.elapsed.as_secs_f64(),
+        outcome.dir.display()
+    ));
+    Ok(outcome.exit_code)
+}
+
+pub struct Outcome {
+    pub exit_code: i32,
+    pub dir: PathBuf,
+    pub elapsed: Duration,
+}
+
+/// Find virtme-ng's `vng`: on PATH, or in Python's scripts directory (pip
+/// may put it where a fresh shell's PATH does not look).
+pub fn vng_path() -> Result<PathBuf> {
+    if let Some(paths) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&paths) {
+            let p = dir.join("vng");
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('scripts'))",
+        ])
+        .output()
+        .context("running python3")?;
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("vng");
+    if p.is_file() {
+        return Ok(p);
+    }
+    bail!("virtme-ng (vng) is not installed: run `cargo xtask deps`")
+}
+
+/// Quote one word for sh.
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./=:,+@%".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The command line as one sh string: a single argument is taken as a
+/// script, several as words to quote.
+pub fn command_string(cmd: &[String]) -> String {
+    if cmd.len() == 1 {
+        cmd[0].clone()
+    } else {
+        cmd.iter()
+            .map(|w| shell_quote(w))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
+fn new_run_dir() -> Result<PathBuf> {
+    let root = vm_results_root();
+    std::fs::create_dir_all(&root)?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_millis();
+    let dir = root.join(format!("run-{stamp}"));
+    std::fs::create_dir_all(&dir)?;
+    let latest = root.join("latest");
+    let _ = std::fs::remove_file(&latest);
+    let _ = std::os::unix::fs::symlink(&dir, &latest);
+    Ok(dir)
+}
+
+pub fn run(args: &VmArgs) -> Result<Outcome> {
+    let k = kernel::resolve(&args.kernel)?;
+    let vng = vng_path()?;
+    let dir = new_run_dir()?;
+    let project = project_root();
+
+    // The guest runs this script; it records the exit code last, so a
+    // missing exit-code file means the command never finished.
+    let script = format!(
+        "#!/bin/sh\n\
+         export SCX_LINGER_RESULTS={dir}\n\
+         export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n\
+         cd {project} || exit 97\n\
+         ( {cmd} ) > {dir}/output.log 2>&1 < /dev/null\n\
+         echo $? > {dir}/exit-code.tmp && mv {dir}/exit-code.tmp {dir}/exit-code\n\
+         sync\n",
+        dir = shell_quote(&dir.to_string_lossy()),
+        project = shell_quote(&project.to_string_lossy()),
+        cmd = command_string(&args.cmd),
+    );
+    let script_path = dir.join("run.sh");
+    std::fs::write(&script_path, script)?;
+    std::fs::write(dir.join("output.log"), b"")?;
+
+    let mut qemu_opts = Vec::new();
+    if args.icount {
+        qemu_opts.push("-icount shift=3,sleep=off".to_string());
+    }
+    let console = std::fs::File::create(dir.join("console.log"))?;
+    let mut cmd = Command::new(&vng);
+    cmd.arg("--run")
+        .arg(&k.image)
+        .arg("--disable-kvm")
+        .arg("--cpus")
+        .arg(args.cpus.to_string())
+        .arg("--memory")
+        .arg(&args.mem)
+        .arg(format!("--rwdir={}", dir.display()))
+        .arg("--verbose");
+    for o in &qemu_opts {
+        cmd.arg(format!("--qemu-opts={o}"));
+    }
+    cmd.arg("--")
+        .arg(format!(
+            "sh {}",
+            shell_quote(&script_path.to_string_lossy())
+        ))
+        .current_dir(&project)
+        .stdin(Stdio::null())
+        .stdout(console.try_clone()?)
+        .stderr(console)
+        .process_group(0);
+
+    step(&format!(
+        "booting {} on {} vCPU(s){}: {}",
+        k.release,
+        args.cpus,
+        if args.icount { " (icount)" } else { "" },
+        command_string(&args.cmd)
+    ));
+    let started = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("starting {}", vng.display()))?;
+
+    let mut streamer = LogStreamer::new(dir.join("output.log"));
+    let deadline = started + Duration::from_secs(args.timeout);
+    let status = loop {
+        streamer.pump()?;
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            // Kill the whole process group: vng and the QEMU it started.
+            // SAFETY: kill(2) with a negative pid signals a process group;
+            // it touches no memory of ours.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    streamer.pump()?;
+    let elapsed = started.elapsed();
+
+    if status.is_none() {
+        tail_console(&dir);
+        bail!(
+            "guest timed out after {} s and was killed (console: {})",
+            args.timeout,
+            dir.join("console.log").display()
+        );
+    }
+    let code = std::fs::read_to_string(dir.join("exit-code"))
+        .ok()
+        .and_then(|s| s.trim().parse::<i32>().ok());
+    match code {
+        Some(exit_code) => Ok(Outcome {
+            exit_code,
+            dir,
+            elapsed,
+        }),
+        None => {
+            tail_console(&dir);
+            bail!(
+                "the guest did not run the command to its end (vng {}); console: {}",
+                status.unwrap(),
+                dir.join("console.log").display()
+            )
+        }
+    }
+}
+
+fn tail_console(dir: &Path) {
+    if let Ok(text) = std::fs::read_to_string(dir.join("console.log")) {
+        let lines: Vec<&str> = text.lines().collect();
+        eprintln!("---- last lines of the guest console ----");
+        for l in &lines[lines.len().saturating_sub(40)..] {
+            eprintln!("{l}");
+        }
+        eprintln!("-----------------------------------------");
+    }
+}
+
+/// Copies what the guest appends to a file to our stdout.
+struct LogStreamer {
+    path: PathBuf,
+    pos: u64,
+}
+
+impl LogStreamer {
+    fn new(path: PathBuf) -> Self {
+        Self { path, pos: 0 }
+    }
+
+    fn pump(&mut self) -> Result<()> {
+        let Ok(mut f) = std::fs::File::open(&self.path) else {
+            return Ok(());
+        };
+        f.seek(SeekFrom::Start(self.pos))?;
+        let mut buf = Vec::new();
+        f.read_to_end(&mut buf)?;
+        if !buf.is_empty() {
+            self.pos += buf.len() as u64;
+            let mut out = std::io::stdout().lock();
+            out.write_all(&buf)?;
+            out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_words_for_sh() {
+        assert_eq!(shell_quote("plain-word_1.2"), "plain-word_1.2");
+        assert_eq!(shell_quote("two words"), "'two words'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
+
+    #[test]
+    fn one_argument_is_a_script_several_are_words() {
+        assert_eq!(command_string(&["echo a; echo b".into()]), "echo a; echo b");
+        assert_eq!(command_string(&["echo".into(), "a b".into()]), "echo 'a b'");
+    }
+}
