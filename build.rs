@@ -11,7 +11,6 @@ fn main() {
         .enable_skel("bpf/main.bpf.c", "bpf")
         .build()
         .unwrap();
-    for f in ["bpf/intf.h", "bpf/main.bpf.c"] {
-        println!("cargo:rerun-if-changed={f}");
-    }
+    // Every file under bpf/ is part of the one BPF object.
+    println!("cargo:rerun-if-changed=bpf");
 }

@@ -2,24 +2,33 @@
 /*
  * scx_linger - a sched_ext scheduler for shared compute nodes.
  *
- * The foundation is a weighted virtual-time (vtime) scheduler with one
- * shared dispatch queue (DSQ) per scheduling class:
+ * Two classes share the machine with strict priority between them:
  *
- *  - A waking task that finds an idle CPU goes straight to that CPU's local
- *    DSQ: no queueing, no lock on a shared queue.
- *  - Otherwise it waits in its class DSQ, ordered by vtime. A task's vtime
- *    advances by the time it ran, scaled down by its weight (nice, cgroup
- *    cpu.weight), so heavier tasks get proportionally more CPU.
- *  - A CPU that needs work takes the task with the smallest vtime from the
- *    highest class that has one.
- *  - Tasks that may run on one CPU only (per-CPU kthreads, pinned tasks)
- *    go straight to that CPU's local DSQ, where they run before anything
- *    queued in a class DSQ: kworkers and ksoftirqd must not wait behind a
- *    compute job's long slice.
+ *  - primary: the owners' jobs, system daemons, kernel threads.
+ *  - guest: jobs that may only soak up the cycles primaries leave idle
+ *    (Linger-Longer; Stiehr & Chamberlain 2006). A guest never runs on a
+ *    CPU while a primary that could use that CPU waits.
  *
- * Every runnable task is always in a DSQ that some CPU drains, and every
- * slice is finite, so no task can wait forever: the kernel's watchdog
- * never has a reason to eject us.
+ * Each class has one shared dispatch queue (DSQ) ordered by virtual time
+ * (vtime): a task's vtime advances by the CPU time it used, divided by its
+ * weight (nice), so within a class heavier tasks get proportionally more
+ * CPU. A CPU that needs work takes the smallest-vtime task of the highest
+ * class that has one.
+ *
+ *  - A waking primary that finds an idle CPU goes straight to that CPU's
+ *    local DSQ; otherwise it queues, and if a CPU it may use is running a
+ *    guest, that CPU is kicked at once (preempt.bpf.h). Guests always go
+ *    through the guest DSQ, so a CPU choosing its next task always sees
+ *    waiting primaries first.
+ *  - Per-CPU primaries (kworkers, ksoftirqd, pinned tasks) go straight to
+ *    their CPU's local DSQ, where they run before anything queued in a
+ *    class DSQ: they must not wait behind a compute job's long slice.
+ *  - Starved guests get a bounded trickle of CPU (guard.bpf.h), so the
+ *    kernel's watchdog never sees a task wait too long and a guest holding
+ *    something a primary needs always gets through.
+ *
+ * Which class a task is in comes from labels on its cgroup
+ * (classify.bpf.h); the agent keeps those in a map.
  */
 #include <scx/common.bpf.h>
 #include "intf.h"
@@ -32,110 +41,168 @@ char _license[] SEC("license") = "GPL";
  */
 
 /*
- * Slice of CPU a task may run before the CPU looks for other work. Long by
- * default: compute jobs lose cache and TLB state at every switch, and on a
- * batch node throughput matters more than interactivity (Kolivas).
+ * Slice of CPU a primary may run before its CPU looks for other work. Long:
+ * compute jobs lose cache and TLB state at every switch, and on a batch
+ * node throughput matters more than interactivity (Kolivas). Only a higher
+ * class preempts; within the class, the slice end is the switch point.
  */
-const volatile u64 slice_ns = LINGER_DEFAULT_SLICE_US * 1000;
+const volatile u64 primary_slice_ns = LINGER_DEFAULT_PRIMARY_SLICE_US * 1000;
 
 /*
- * How much vtime a sleeper may bank: a task that slept for long wakes with
- * at most this much advantage over the tasks that kept running. One slice
- * is enough to let it run first without letting it monopolise the CPU.
+ * Slice of a guest. Guests are kicked off the moment a primary wants their
+ * CPU, so this bounds nothing for primaries; it only sets how often guests
+ * rotate among themselves.
  */
-const volatile u64 vtime_lag_ns = LINGER_DEFAULT_SLICE_US * 1000;
+const volatile u64 guest_slice_ns = LINGER_DEFAULT_GUEST_SLICE_US * 1000;
+
+/*
+ * Starvation guard: when guests have waited this long with no guest
+ * dispatched, a CPU gives one of them guard_slice_ns (see guard.bpf.h).
+ */
+const volatile u64 guard_interval_ns = LINGER_DEFAULT_GUARD_INTERVAL_MS * 1000000;
+const volatile u64 guard_slice_ns = LINGER_DEFAULT_GUARD_SLICE_US * 1000;
+
+/* The kernel watchdog's timeout (ops.timeout_ms), which the guard beats. */
+const volatile u64 watchdog_ns = LINGER_DEFAULT_WATCHDOG_MS * 1000000;
+
+/* Class of tasks in cgroups that no label reaches (root's stay primary). */
+const volatile u32 default_class = LINGER_CLASS_PRIMARY;
 
 /* Exit information the agent reports when the scheduler stops. */
 UEI_DEFINE(uei);
 
 /*
- * Global vtime clock: the vtime of the task that most recently started
- * running. New and waking tasks are placed relative to it.
+ * Per-class vtime clocks: the vtime of the task of that class that most
+ * recently started running. New and waking tasks are placed against it.
  */
-static u64 vtime_now;
+static u64 vtime_now[LINGER_NR_CLASSES];
 
-/* Per-CPU event counters (see enum linger_stat in intf.h). */
+/* Per-CPU state, touched only by its own CPU. */
+struct cpu_ctx {
+	u64	last_grant;	/* when this CPU last made a guard grant */
+	bool	grant_pending;	/* the guest being moved here is a grant */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(key_size, sizeof(u32));
-	__uint(value_size, sizeof(u64) * LINGER_NR_STATS);
+	__type(key, u32);
+	__type(value, struct cpu_ctx);
 	__uint(max_entries, 1);
-} stats SEC(".maps");
+} cpu_ctxs SEC(".maps");
 
-static void stat_inc(enum linger_stat idx)
+static struct cpu_ctx *lookup_cpu_ctx(void)
 {
 	u32 zero = 0;
-	u64 *cnts = bpf_map_lookup_elem(&stats, &zero);
 
-	if (cnts && idx < LINGER_NR_STATS)
-		cnts[idx]++;
+	return bpf_map_lookup_elem(&cpu_ctxs, &zero);
+}
+
+static u64 class_slice(u32 class)
+{
+	return class == LINGER_CLASS_GUEST ? guest_slice_ns : primary_slice_ns;
+}
+
+static u64 *class_vtime_now(u32 class)
+{
+	return &vtime_now[class < LINGER_NR_CLASSES ? class : 0];
 }
 
 /*
- * The class a task belongs to. Everything is primary for now; the class
- * labels read from cgroups plug in here.
+ * The vtime a task queues with: its own, kept within one slice of its
+ * class clock. Below: a long sleep does not buy a long burst. Above: a
+ * task that just changed class does not carry the other class's clock.
  */
-static u32 task_class(const struct task_struct *p)
+static u64 task_queue_vtime(struct task_struct *p, u32 class)
 {
-	return LINGER_CLASS_PRIMARY;
-}
-
-/* The shared DSQ of a class: its id is the class number. */
-static u64 class_dsq(u32 class)
-{
-	return class;
-}
-
-/*
- * The vtime a task queues with: its own, but never more than vtime_lag_ns
- * behind the global clock, so a long sleep does not buy a long burst.
- */
-static u64 task_queue_vtime(const struct task_struct *p)
-{
+	u64 now = *class_vtime_now(class), lag = class_slice(class);
 	u64 vtime = p->scx.dsq_vtime;
 
-	if (time_before(vtime, vtime_now - vtime_lag_ns))
-		vtime = vtime_now - vtime_lag_ns;
+	if (time_before(vtime, now - lag))
+		vtime = now - lag;
+	else if (time_after(vtime, now + lag))
+		vtime = now + lag;
 	return vtime;
 }
+
+#include "stats.bpf.h"
+#include "classify.bpf.h"
+#include "preempt.bpf.h"
+#include "guard.bpf.h"
+#include "reclassify.bpf.h"
 
 s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
+	u32 class = task_class(p, lookup_task_ctx(p));
 	bool is_idle = false;
 	s32 cpu;
 
 	/*
 	 * The kernel's default idle-CPU search prefers prev_cpu, then an idle
-	 * SMT core, then any idle CPU in the same LLC and NUMA node. If it
-	 * found an idle CPU, run there at once: the DSQ of an idle CPU is
-	 * empty, so this cannot delay anyone.
+	 * SMT core, then any idle CPU in the same LLC and NUMA node. A primary
+	 * that finds one runs there at once. A guest goes through the guest
+	 * DSQ even then, so that the CPU, when it wakes, takes any primary
+	 * that arrived in the meantime first.
 	 */
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
+	if (class != LINGER_CLASS_PRIMARY)
+		return cpu;
 	if (is_idle) {
 		stat_inc(LINGER_STAT_DIRECT_IDLE);
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, 0);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns, 0);
+		return cpu;
 	}
-	return cpu;
+
+	/*
+	 * No idle CPU. If one it may use runs a guest, go straight to that
+	 * CPU and preempt the guest on arrival: the wake-up IPI that brings
+	 * the task there is also what ends the guest's slice, so the primary
+	 * waits no longer than it would for an idle CPU.
+	 */
+	cpu = guest_cpu_for(p, prev_cpu);
+	if (cpu >= 0) {
+		stat_inc(LINGER_STAT_PREEMPT_GUEST);
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
+				   SCX_ENQ_PREEMPT);
+		return cpu;
+	}
+	return prev_cpu;
 }
 
 void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 {
+	u32 class = task_class(p, lookup_task_ctx(p));
 	s32 cpu;
 
-	/*
-	 * A task that can only run on the CPU it is on gains nothing from a
-	 * shared queue; give it that CPU's local DSQ.
-	 */
-	if (p->nr_cpus_allowed == 1 || is_migration_disabled(p)) {
-		stat_inc(LINGER_STAT_DIRECT_PINNED);
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice_ns, enq_flags);
-		return;
-	}
+	if (class == LINGER_CLASS_PRIMARY) {
+		/*
+		 * A primary that can only run on the CPU it is on gains nothing
+		 * from the shared queue: give it that CPU's local DSQ, and take
+		 * the CPU from a guest if one holds it.
+		 */
+		if (p->nr_cpus_allowed == 1 || is_migration_disabled(p)) {
+			stat_inc(LINGER_STAT_DIRECT_PINNED);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
+					   enq_flags);
+			cpu = scx_bpf_task_cpu(p);
+			if (cpu_runs_guest(cpu)) {
+				scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+				stat_inc(LINGER_STAT_PREEMPT_GUEST);
+			}
+			return;
+		}
+		stat_inc(LINGER_STAT_ENQ_PRIMARY);
+		scx_bpf_dsq_insert_vtime(p, LINGER_CLASS_PRIMARY, primary_slice_ns,
+					 task_queue_vtime(p, class), enq_flags);
+	} else {
+		u64 vtime = task_queue_vtime(p, class);
 
-	stat_inc(LINGER_STAT_ENQ_SHARED);
-	scx_bpf_dsq_insert_vtime(p, class_dsq(task_class(p)), slice_ns,
-				 task_queue_vtime(p), enq_flags);
+		stat_inc(LINGER_STAT_ENQ_GUEST);
+		if (time_after(vtime, guest_vtime_tail))
+			guest_vtime_tail = vtime;
+		scx_bpf_dsq_insert_vtime(p, LINGER_CLASS_GUEST, guest_slice_ns,
+					 vtime, enq_flags);
+	}
 
 	/*
 	 * select_cpu() is skipped for tasks that did not just wake (preempted
@@ -146,57 +213,150 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	if (cpu >= 0) {
 		stat_inc(LINGER_STAT_KICK_IDLE);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
 	}
+	/* No idle CPU: a primary takes one from a guest. */
+	if (class == LINGER_CLASS_PRIMARY)
+		preempt_guest_for(p);
 }
 
 void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 {
-	u32 class;
+	struct cpu_ctx *cctx = lookup_cpu_ctx();
+	u64 now = scx_bpf_now();
+	struct task_ctx *tctx;
 
-	/* Highest class first; within a class, smallest vtime first. */
-	for (class = 0; class < LINGER_NR_CLASSES; class++) {
-		if (scx_bpf_dsq_move_to_local(class_dsq(class), 0)) {
-			stat_inc(LINGER_STAT_DISPATCH);
+	/* Starved guests first, but only as often as the guard allows. */
+	if (cctx && guard_due(cctx, now)) {
+		cctx->grant_pending = true;
+		if (scx_bpf_dsq_move_to_local(LINGER_CLASS_GUEST, 0)) {
+			cctx->last_grant = now;
+			guard_note_guest_dispatch(now);
+			stat_inc(LINGER_STAT_GUARD_GRANT);
+			return;
+		}
+		cctx->grant_pending = false;
+	}
+
+	/* Labels changed: re-sort the tasks already waiting. */
+	reclassify_queued();
+
+	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_PRIMARY, 0)) {
+		stat_inc(LINGER_STAT_DISPATCH_PRIMARY);
+		return;
+	}
+
+	/*
+	 * A primary that is still runnable keeps its CPU rather than give it
+	 * to a guest: strict priority covers the task on the CPU too.
+	 */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		tctx = lookup_task_ctx(prev);
+		if (!tctx || tctx->class == LINGER_CLASS_PRIMARY) {
+			stat_inc(LINGER_STAT_KEEP_PREV);
+			prev->scx.slice = primary_slice_ns;
+			mark_guest_cpu(cpu, false);
 			return;
 		}
 	}
 
 	/*
+	 * No primary for this CPU. Announce that it is about to run a guest,
+	 * then look at the primary DSQ once more: see preempt.bpf.h for why
+	 * this order means no primary is ever left waiting behind a guest.
+	 */
+	mark_guest_cpu(cpu, true);
+	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_PRIMARY, 0)) {
+		stat_inc(LINGER_STAT_DISPATCH_PRIMARY);
+		return;
+	}
+	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_GUEST, 0)) {
+		guard_note_guest_dispatch(now);
+		stat_inc(LINGER_STAT_DISPATCH_GUEST);
+		return;
+	}
+
+	/*
 	 * Nothing is waiting. If the previous task still wants the CPU, let it
-	 * run another slice instead of going through the idle loop.
+	 * run another slice instead of going through the idle loop. It keeps
+	 * running without a new running() call, so fix the CPU's mark here.
 	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		tctx = lookup_task_ctx(prev);
+		u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
+
+		if (tctx)
+			tctx->granted = false;
 		stat_inc(LINGER_STAT_KEEP_PREV);
-		prev->scx.slice = slice_ns;
+		prev->scx.slice = class_slice(class);
+		mark_guest_cpu(cpu, class == LINGER_CLASS_GUEST);
 	}
 }
 
 void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 {
-	/* The global clock follows the vtime of whatever starts running. */
-	if (time_before(vtime_now, p->scx.dsq_vtime))
-		vtime_now = p->scx.dsq_vtime;
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	struct cpu_ctx *cctx = lookup_cpu_ctx();
+	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
+	u64 *clock = class_vtime_now(class);
+	bool granted = false;
+
+	if (cctx) {
+		if (class == LINGER_CLASS_GUEST && cctx->grant_pending && tctx) {
+			tctx->granted = true;
+			p->scx.slice = guard_slice_ns;
+		}
+		cctx->grant_pending = false;
+	}
+	if (tctx)
+		granted = tctx->granted;
+
+	/* Only a guest that is not on a guard grant may be kicked off. */
+	mark_guest_cpu(scx_bpf_task_cpu(p), class == LINGER_CLASS_GUEST && !granted);
+
+	/* The class clock follows the vtime of whatever starts running. */
+	if (time_before(*clock, p->scx.dsq_vtime))
+		*clock = p->scx.dsq_vtime;
 }
 
 void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 {
-	u64 used = slice_ns - p->scx.slice;
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
+	u64 slice = class_slice(class), used;
 
+	if (tctx && tctx->granted)
+		slice = guard_slice_ns;
 	/*
 	 * Charge the time used, inversely to weight: at the default weight of
 	 * 100, one nanosecond of CPU costs one nanosecond of vtime. A slice
-	 * refilled by dispatch() can leave more than slice_ns remaining for a
-	 * moment; never charge a negative amount.
+	 * can be refilled above the class default for a moment; never charge
+	 * a negative amount.
 	 */
-	if (p->scx.slice > slice_ns)
-		used = 0;
+	used = p->scx.slice < slice ? slice - p->scx.slice : 0;
 	p->scx.dsq_vtime += used * 100 / p->scx.weight;
+
+	/* A guard grant sends its guest to the back of the guest queue. */
+	if (tctx && tctx->granted) {
+		tctx->granted = false;
+		if (time_before(p->scx.dsq_vtime, guest_vtime_tail))
+			p->scx.dsq_vtime = guest_vtime_tail + 1;
+	}
 }
 
 void BPF_STRUCT_OPS(linger_enable, struct task_struct *p)
 {
-	/* A task joining the scheduler starts level with the others. */
-	p->scx.dsq_vtime = vtime_now;
+	/* A task joining the scheduler starts level with the primaries. */
+	p->scx.dsq_vtime = vtime_now[LINGER_CLASS_PRIMARY];
+}
+
+s32 BPF_STRUCT_OPS(linger_init_task, struct task_struct *p,
+		   struct scx_init_task_args *args)
+{
+	if (!bpf_task_storage_get(&task_ctxs, p, 0,
+				  BPF_LOCAL_STORAGE_GET_F_CREATE))
+		return -ENOMEM;
+	return 0;
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
@@ -205,13 +365,13 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 	s32 ret;
 
 	for (class = 0; class < LINGER_NR_CLASSES; class++) {
-		ret = scx_bpf_create_dsq(class_dsq(class), -1);
+		ret = scx_bpf_create_dsq(class, -1);
 		if (ret) {
 			scx_bpf_error("failed to create DSQ %u: %d", class, ret);
 			return ret;
 		}
 	}
-	return 0;
+	return init_guest_cpus();
 }
 
 void BPF_STRUCT_OPS(linger_exit, struct scx_exit_info *ei)
@@ -226,6 +386,8 @@ SCX_OPS_DEFINE(linger_ops,
 	       .running		= (void *)linger_running,
 	       .stopping	= (void *)linger_stopping,
 	       .enable		= (void *)linger_enable,
+	       .init_task	= (void *)linger_init_task,
 	       .init		= (void *)linger_init,
 	       .exit		= (void *)linger_exit,
+	       .timeout_ms	= LINGER_DEFAULT_WATCHDOG_MS,
 	       .name		= "scx_linger");

@@ -1,26 +1,34 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! scx_linger: a sched_ext scheduler for shared compute nodes.
 //!
-//! `scx_linger run` is the whole life of the scheduler: check the machine,
-//! load the BPF program, attach it, report until asked to stop or until the
-//! kernel ejects it, detach, report why it ended.
+//! `scx_linger run` is the whole life of the scheduler: check the machine
+//! and the config, load the BPF program, attach it, keep its labels in step
+//! with the cgroups and report until asked to stop or until the kernel
+//! ejects it, detach, report why it ended. `tag`, `untag` and `ls` are how
+//! an operator labels jobs; they work with or without a running agent.
 mod bpf_intf;
 mod bpf_skel;
+mod cgroups;
+mod class;
+mod config;
+mod labels;
 mod preflight;
 mod scheduler;
 mod stats;
 
 use std::mem::MaybeUninit;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use log::{info, warn};
+use log::{debug, info, warn};
 
+use class::Class;
+use config::Config;
+use preflight::Caps;
 use scheduler::{Exit, Scheduler, Tunables};
 use stats::Counters;
 
@@ -28,7 +36,7 @@ use stats::Counters;
 #[command(
     name = "scx_linger",
     version,
-    about = "sched_ext scheduler for shared compute nodes: guests take only idle cycles, gangs run together"
+    about = "sched_ext scheduler for shared compute nodes: guests take only idle cycles"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -39,15 +47,62 @@ struct Cli {
 enum Command {
     /// Load the scheduler and run it until SIGINT/SIGTERM (needs root).
     Run(RunArgs),
+    /// Label a cgroup (path relative to the cgroup2 mount, or absolute).
+    Tag {
+        cgroup: String,
+        /// primary or guest.
+        class: String,
+        /// Write the user. label even as root (it can only demote).
+        #[arg(long)]
+        user: bool,
+    },
+    /// Remove a cgroup's labels (root removes both; a user, the user. one).
+    Untag { cgroup: String },
+    /// List labelled cgroups with their effective class and its source.
+    Ls {
+        /// Every cgroup, labelled or not.
+        #[arg(long)]
+        all: bool,
+        /// Config file (default: /etc/scx_linger/config.toml if present).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args, Debug)]
 struct RunArgs {
-    /// Slice a task may run before the CPU looks for other work, in
-    /// microseconds. Long by default: compute jobs want few switches.
-    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_SLICE_US as u64,
+    /// Config file with cgroup rules (default: /etc/scx_linger/config.toml
+    /// if present). An unreadable or invalid config stops the start.
+    #[arg(long)]
+    config: Option<PathBuf>,
+
+    /// Slice of a primary task, in microseconds. Long by default: compute
+    /// jobs want few switches, and only a higher class preempts.
+    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_PRIMARY_SLICE_US as u64,
           value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
-    slice_us: u64,
+    primary_slice_us: u64,
+
+    /// Slice of a guest task, in microseconds. Guests are kicked off as
+    /// soon as a primary wants the CPU, whatever this is.
+    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_GUEST_SLICE_US as u64,
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    guest_slice_us: u64,
+
+    /// Starvation guard: starved guests get a grant after this long.
+    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_GUARD_INTERVAL_MS as u64,
+          value_parser = clap::value_parser!(u64).range(10..=10_000))]
+    guard_interval_ms: u64,
+
+    /// Starvation guard: length of one grant, in microseconds.
+    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_GUARD_SLICE_US as u64,
+          value_parser = clap::value_parser!(u64).range(50..=100_000))]
+    guard_slice_us: u64,
+
+    /// Rescan cgroup labels at least this often, in milliseconds (`tag`
+    /// also triggers a rescan at once).
+    #[arg(long, default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    rescan_ms: u64,
 
     /// Print the scheduler's event counters every N seconds (0: never).
     #[arg(long, default_value_t = 0)]
@@ -60,19 +115,46 @@ struct RunArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {
-        Command::Run(args) => {
-            init_logging(args.verbose);
-            match run(&args) {
-                Ok(Exit::Requested) => ExitCode::SUCCESS,
-                Ok(Exit::Kernel) => ExitCode::from(2),
-                Err(e) => {
-                    eprintln!("scx_linger: {e:#}");
-                    ExitCode::FAILURE
-                }
-            }
+    let verbose = matches!(&cli.command, Command::Run(a) if a.verbose);
+    init_logging(verbose);
+    let result = match cli.command {
+        Command::Run(args) => run(&args).map(|exit| match exit {
+            Exit::Requested => ExitCode::SUCCESS,
+            Exit::Kernel => ExitCode::from(2),
+        }),
+        Command::Tag {
+            cgroup,
+            class,
+            user,
+        } => {
+            let ns = if user {
+                labels::Namespace::User
+            } else {
+                labels::default_namespace(Caps::current())
+            };
+            cgroups::cgroup2_mount()
+                .and_then(|m| labels::tag(&m, &cgroup, &class, ns))
+                .map(print_ok)
         }
-    }
+        Command::Untag { cgroup } => cgroups::cgroup2_mount()
+            .and_then(|m| labels::untag(&m, &cgroup, Caps::current()))
+            .map(print_ok),
+        Command::Ls { all, config } => Config::load(config.as_deref())
+            .and_then(|cfg| labels::ls(&cgroups::cgroup2_mount()?, &cfg, all))
+            .map(|table| {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }),
+    };
+    result.unwrap_or_else(|e| {
+        eprintln!("scx_linger: {e:#}");
+        ExitCode::FAILURE
+    })
+}
+
+fn print_ok(msg: String) -> ExitCode {
+    println!("{msg}");
+    ExitCode::SUCCESS
 }
 
 fn init_logging(verbose: bool) {
@@ -92,41 +174,147 @@ fn init_logging(verbose: bool) {
     );
 }
 
-fn run(args: &RunArgs) -> Result<Exit> {
-    preflight::check(Path::new("/"), preflight::Caps::current())?;
+/// What wakes the run loop.
+enum Event {
+    Stop,
+    Rescan,
+}
 
-    let shutdown = Arc::new(AtomicBool::new(false));
-    let flag = shutdown.clone();
-    ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed))
-        .context("installing the SIGINT/SIGTERM handler")?;
+fn run(args: &RunArgs) -> Result<Exit> {
+    preflight::check(Path::new("/"), Caps::current())?;
+    // Everything that can be wrong with the input is checked before the
+    // scheduler is loaded: a bad config changes nothing.
+    let cfg = Config::load(args.config.as_deref())?;
+    let mount = cgroups::cgroup2_mount()?;
+
+    let (tx, events) = mpsc::channel();
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGUSR1,
+    ])
+    .context("installing signal handlers")?;
+    std::thread::spawn(move || {
+        for sig in signals.forever() {
+            let ev = if sig == signal_hook::consts::SIGUSR1 {
+                Event::Rescan
+            } else {
+                Event::Stop
+            };
+            if tx.send(ev).is_err() {
+                break;
+            }
+        }
+    });
 
     let tunables = Tunables {
-        slice: Duration::from_micros(args.slice_us),
+        primary_slice: Duration::from_micros(args.primary_slice_us),
+        guest_slice: Duration::from_micros(args.guest_slice_us),
+        guard_interval: Duration::from_millis(args.guard_interval_ms),
+        guard_slice: Duration::from_micros(args.guard_slice_us),
+        default_class: cfg.default_class,
         libbpf_verbose: args.verbose,
     };
     let mut storage = MaybeUninit::uninit();
-    let sched = Scheduler::load(&mut storage, &tunables)?;
+    let mut sched = Scheduler::load(&mut storage, &tunables)?;
+    let _pid_file = PidFile::create(Path::new(labels::PID_FILE));
+    if let Some(p) = &cfg.path {
+        info!("config {} ({} rules)", p.display(), cfg.rules.len());
+    }
+    sync_labels(&mut sched, &mount, &cfg);
     println!("scx_linger: scheduler enabled");
 
-    let interval = Duration::from_secs(args.stats);
+    let rescan_every = Duration::from_millis(args.rescan_ms);
+    let stats_every = Duration::from_secs(args.stats);
+    let mut next_rescan = Instant::now() + rescan_every;
+    let mut next_stats = Instant::now() + stats_every;
     let mut last = Counters::default();
-    let mut last_print = Instant::now();
-    while !shutdown.load(Ordering::Relaxed) && !sched.exited() {
-        std::thread::sleep(Duration::from_millis(100));
-        if args.stats > 0 && last_print.elapsed() >= interval {
-            last_print = Instant::now();
+    let mut requested = false;
+    while !sched.exited() {
+        // Wake at least every 100 ms to notice the kernel ejecting us.
+        let mut wake = next_rescan.min(Instant::now() + Duration::from_millis(100));
+        if args.stats > 0 {
+            wake = wake.min(next_stats);
+        }
+        match events.recv_timeout(wake.saturating_duration_since(Instant::now())) {
+            Ok(Event::Stop) => {
+                requested = true;
+                break;
+            }
+            Ok(Event::Rescan) => next_rescan = Instant::now(),
+            Err(_) => {}
+        }
+        let now = Instant::now();
+        if now >= next_rescan {
+            sync_labels(&mut sched, &mount, &cfg);
+            next_rescan = now + rescan_every;
+        }
+        if args.stats > 0 && now >= next_stats {
+            next_stats = now + stats_every;
             match sched.counters() {
-                Ok(now) => {
-                    info!("stats: {}", now.since(&last).line());
-                    last = now;
+                Ok(c) => {
+                    info!("stats: {}", c.since(&last).line());
+                    last = c;
                 }
                 Err(e) => warn!("{e:#}"),
             }
         }
     }
 
-    let requested = !sched.exited();
     let exit = sched.shutdown(requested)?;
     println!("scx_linger: scheduler disabled");
     Ok(exit)
+}
+
+/// Rescan the cgroup tree and hand the labels to BPF. A failure keeps the
+/// labels BPF already has: scheduling never waits on the agent.
+fn sync_labels(sched: &mut Scheduler, mount: &Path, cfg: &Config) {
+    let started = Instant::now();
+    let result = cgroups::scan(mount, cfg).and_then(|cgs| {
+        let resolved = cgroups::resolve_all(&cgs, cfg.default_class);
+        let want = cgroups::bpf_entries(&resolved);
+        let changed = sched.sync_labels(&want)?;
+        Ok((cgs.len(), want, changed))
+    });
+    match result {
+        Ok((n, want, changed)) if changed > 0 => {
+            let guests = want.values().filter(|c| **c == Class::Guest).count();
+            info!(
+                "labels: {} labelled cgroups ({} guest, {} primary) of {n}; {changed} changed in {:?}",
+                want.len(),
+                guests,
+                want.len() - guests,
+                started.elapsed()
+            );
+        }
+        Ok((n, _, _)) => debug!(
+            "labels: {n} cgroups scanned, no change, {:?}",
+            started.elapsed()
+        ),
+        Err(e) => warn!("label scan failed, keeping the previous labels: {e:#}"),
+    }
+}
+
+/// /run/scx_linger.pid while the agent runs, so `tag` can notify it.
+struct PidFile(PathBuf);
+
+impl PidFile {
+    fn create(path: &Path) -> Option<PidFile> {
+        match std::fs::write(path, format!("{}\n", std::process::id())) {
+            Ok(()) => Some(PidFile(path.to_path_buf())),
+            Err(e) => {
+                warn!(
+                    "cannot write {} ({e}): `tag` will take effect at the next periodic rescan",
+                    path.display()
+                );
+                None
+            }
+        }
+    }
+}
+
+impl Drop for PidFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }

@@ -75,6 +75,11 @@ impl Caps {
     fn has(self, cap: u32) -> bool {
         self.0 & (1u64 << cap) != 0
     }
+
+    /// May set `trusted.` xattrs and load schedulers' struct_ops.
+    pub fn has_sys_admin(self) -> bool {
+        self.has(CAP_SYS_ADMIN)
+    }
 }
 
 /// Run every check in the order an operator would fix them: privileges,

@@ -14,10 +14,16 @@ pub struct Counters(pub [u64; NR_STATS]);
 const NAMES: [(linger_stat, &str); NR_STATS] = [
     (linger_stat_LINGER_STAT_DIRECT_IDLE, "direct_idle"),
     (linger_stat_LINGER_STAT_DIRECT_PINNED, "direct_pinned"),
-    (linger_stat_LINGER_STAT_ENQ_SHARED, "enq_shared"),
-    (linger_stat_LINGER_STAT_DISPATCH, "dispatch"),
+    (linger_stat_LINGER_STAT_ENQ_PRIMARY, "enq_primary"),
+    (linger_stat_LINGER_STAT_ENQ_GUEST, "enq_guest"),
+    (linger_stat_LINGER_STAT_DISPATCH_PRIMARY, "dispatch_primary"),
+    (linger_stat_LINGER_STAT_DISPATCH_GUEST, "dispatch_guest"),
     (linger_stat_LINGER_STAT_KICK_IDLE, "kick_idle"),
+    (linger_stat_LINGER_STAT_PREEMPT_GUEST, "preempt_guest"),
+    (linger_stat_LINGER_STAT_GUARD_GRANT, "guard_grant"),
     (linger_stat_LINGER_STAT_KEEP_PREV, "keep_prev"),
+    (linger_stat_LINGER_STAT_CLASSIFY, "classify"),
+    (linger_stat_LINGER_STAT_RECLASSIFY, "reclassify"),
 ];
 
 impl Counters {

@@ -248,3 +248,166 @@ pub fn all_progressed(before: &[u64], after: &[u64]) -> bool {
 pub fn nr_cpus() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
+
+/// A cgroup made for one test, removed (with everything in it killed) on
+/// drop, so tests never see each other's jobs.
+pub struct TestCgroup {
+    pub rel: String,
+    pub path: PathBuf,
+}
+
+impl TestCgroup {
+    pub fn new(rel: &str) -> TestCgroup {
+        let path = PathBuf::from(CGROUP_ROOT).join(rel);
+        if path.exists() {
+            kill_cgroup(&path);
+        }
+        fs::create_dir_all(&path).unwrap_or_else(|e| panic!("mkdir {}: {e}", path.display()));
+        TestCgroup {
+            rel: rel.to_string(),
+            path,
+        }
+    }
+
+    /// Move a process (all its threads) into this cgroup.
+    pub fn add(&self, pid: i32) {
+        fs::write(self.path.join("cgroup.procs"), pid.to_string())
+            .unwrap_or_else(|e| panic!("moving {pid} into {}: {e}", self.rel));
+    }
+
+    /// Spinning processes started in this cgroup.
+    pub fn spin(&self, n: usize) -> Hogs {
+        let h = Hogs::spin(n);
+        for pid in h.pids() {
+            self.add(pid);
+        }
+        h
+    }
+}
+
+impl Drop for TestCgroup {
+    fn drop(&mut self) {
+        kill_cgroup(&self.path);
+    }
+}
+
+/// Kill everything in a cgroup subtree and remove it, deepest first.
+fn kill_cgroup(path: &std::path::Path) {
+    let _ = fs::write(path.join("cgroup.kill"), "1");
+    let mut dirs = vec![path.to_path_buf()];
+    let mut i = 0;
+    while i < dirs.len() {
+        if let Ok(rd) = fs::read_dir(&dirs[i]) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    dirs.push(e.path());
+                }
+            }
+        }
+        i += 1;
+    }
+    for d in dirs.iter().rev() {
+        let _ = wait_until(Duration::from_secs(5), || {
+            fs::remove_dir(d).is_ok() || !d.exists()
+        });
+    }
+}
+
+/// `scx_linger tag <rel> <class>` as root; panics on failure.
+pub fn tag(rel: &str, class: &str) {
+    let out = agent_output(Command::new(AGENT).args(["tag", rel, class]));
+    assert!(
+        out.status.success(),
+        "tag {rel} {class}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Sum of the CPU time of a set of processes (ns, kernel accounting).
+pub fn total_runtime(h: &Hogs) -> u64 {
+    h.runtimes().iter().sum()
+}
+
+/// Record a measured figure: appended to figures.txt in the results dir,
+/// which `cargo xtask test` prints after the run.
+pub fn figure(line: &str) {
+    use std::io::Write;
+    let mut f = fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(results_dir().join("figures.txt"))
+        .unwrap();
+    writeln!(f, "{line}").unwrap();
+}
+
+/// Per-thread scheduling statistics: (run ns, run-delay ns, timeslices),
+/// from /proc/self/task/<tid>/schedstat.
+pub fn thread_schedstat(tid: i32) -> (u64, u64, u64) {
+    let s = fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).unwrap_or_default();
+    let v: Vec<u64> = s
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    (
+        v.first().copied().unwrap_or(0),
+        v.get(1).copied().unwrap_or(0),
+        v.get(2).copied().unwrap_or(0),
+    )
+}
+
+/// Threads of this process that compute for `busy` then sleep for `idle`,
+/// like a primary job that is half busy; stop when dropped.
+pub struct DutyThreads {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    pub tids: Vec<i32>,
+}
+
+impl DutyThreads {
+    pub fn start(n: usize, busy: Duration, idle: Duration) -> DutyThreads {
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let (tx, rx) = std::sync::mpsc::channel();
+        let handles = (0..n)
+            .map(|_| {
+                let stop = stop.clone();
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    tx.send(unsafe { libc::gettid() }).unwrap();
+                    while !stop.load(Ordering::Relaxed) {
+                        let t = Instant::now();
+                        while t.elapsed() < busy {
+                            std::hint::black_box(0u64);
+                        }
+                        std::thread::sleep(idle);
+                    }
+                })
+            })
+            .collect();
+        let tids = (0..n).map(|_| rx.recv().unwrap()).collect();
+        DutyThreads {
+            stop,
+            handles,
+            tids,
+        }
+    }
+
+    /// Summed (run ns, run-delay ns, timeslices) of the threads.
+    pub fn schedstat(&self) -> (u64, u64, u64) {
+        self.tids
+            .iter()
+            .map(|t| thread_schedstat(*t))
+            .fold((0, 0, 0), |a, b| (a.0 + b.0, a.1 + b.1, a.2 + b.2))
+    }
+}
+
+impl Drop for DutyThreads {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}

@@ -108,7 +108,7 @@ pub fn kernel_versions(pkgnames: &[String]) -> Vec<String> {
         .filter(|v| v.starts_with(|c: char| c.is_ascii_digit()) && !v.contains('-'))
         .map(str::to_string)
         .collect();
-    v.sort_by(|a, b| version_key(b).cmp(&version_key(a)));
+    v.sort_by_key(|v| std::cmp::Reverse(version_key(v)));
     v.dedup();
     v
 }

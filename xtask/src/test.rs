@@ -120,6 +120,10 @@ pub fn run(args: &TestArgs) -> Result<i32> {
             icount: false,
             cmd: vec![vm::command_string(&cmd)],
         })?;
+        if let Ok(figures) = std::fs::read_to_string(outcome.dir.join("figures.txt")) {
+            step(&format!("figures measured on {k}:"));
+            print!("{figures}");
+        }
         let mut guest = Tally::default();
         let output = std::fs::read_to_string(outcome.dir.join("output.log"))?;
         output.lines().for_each(|l| guest.scan(l));

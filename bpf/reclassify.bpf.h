@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * reclassify.bpf.h - applying a label change to tasks that are already
+ * waiting.
+ *
+ * A task's class is re-derived at its next scheduling event (see
+ * classify.bpf.h), but a guest that is waiting in the guest DSQ under full
+ * primary load has no next event until the starvation guard reaches it,
+ * which may be seconds. So after the agent bumps label_gen, the first CPU
+ * to dispatch walks both class DSQs once and moves every task whose class
+ * changed into its new class's DSQ, keeping its vtime (clamped to the new
+ * class clock). Running tasks pick up the change when their slice ends.
+ */
+#ifndef __SCX_LINGER_RECLASSIFY_BPF_H
+#define __SCX_LINGER_RECLASSIFY_BPF_H
+
+/* label_gen value the queued tasks were last sorted for. */
+static u64 swept_gen;
+
+static void reclassify_dsq(u32 from)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, from, 0) {
+		struct task_ctx *tctx = lookup_task_ctx(p);
+		u32 class = task_class(p, tctx);
+
+		if (class == from || class >= LINGER_NR_CLASSES)
+			continue;
+		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
+					   task_queue_vtime(p, class));
+		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, class_slice(class));
+		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, class, 0))
+			stat_inc(LINGER_STAT_RECLASSIFY);
+	}
+}
+
+static void reclassify_queued(void)
+{
+	u64 gen = label_gen, seen = swept_gen;
+
+	/* Cheap when nothing changed; one CPU claims each generation. */
+	if (gen == seen || __sync_val_compare_and_swap(&swept_gen, seen, gen) != seen)
+		return;
+	reclassify_dsq(LINGER_CLASS_GUEST);
+	reclassify_dsq(LINGER_CLASS_PRIMARY);
+}
+
+#endif /* __SCX_LINGER_RECLASSIFY_BPF_H */

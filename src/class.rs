@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Scheduling classes and how a cgroup comes by one.
+//!
+//! This is the policy of who may label what, kept free of I/O so that it is
+//! tested here without a kernel:
+//!
+//! - root's label (`trusted.scx_linger.class`) wins over everything;
+//! - a config rule comes next;
+//! - a user who owns a delegated cgroup may demote it to guest with
+//!   `user.scx_linger.class`, but a `user.` label never promotes: it cannot
+//!   make anything primary, and it cannot overrule root's label;
+//! - a cgroup with `cpu.idle` = 1 (what systemd, runc and Kubernetes set
+//!   for background work) is a guest unless labelled otherwise;
+//! - anything else inherits from its parent; the root cgroup, which holds
+//!   kernel threads and the system itself, is always primary.
+
+use std::fmt;
+use std::str::FromStr;
+
+use crate::bpf_intf;
+
+/// A scheduling class. Values match enum linger_class in bpf/intf.h.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    Primary,
+    Guest,
+}
+
+impl Class {
+    pub const NAMES: &'static str = "primary, guest";
+
+    /// The number the BPF side uses for this class.
+    pub fn bpf_value(self) -> u32 {
+        match self {
+            Class::Primary => bpf_intf::linger_class_LINGER_CLASS_PRIMARY,
+            Class::Guest => bpf_intf::linger_class_LINGER_CLASS_GUEST,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::Primary => "primary",
+            Class::Guest => "guest",
+        }
+    }
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Parse error for a class name: says which names exist.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownClass(pub String);
+
+impl fmt::Display for UnknownClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let shown: String = self.0.chars().take(40).collect();
+        write!(f, "unknown class {shown:?}: use one of {}", Class::NAMES)
+    }
+}
+
+impl std::error::Error for UnknownClass {}
+
+impl FromStr for Class {
+    type Err = UnknownClass;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "primary" => Ok(Class::Primary),
+            "guest" => Ok(Class::Guest),
+            _ => Err(UnknownClass(s.to_string())),
+        }
+    }
+}
+
+/// Where a cgroup's class came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `trusted.scx_linger.class`, set by root.
+    Trusted,
+    /// `user.scx_linger.class` = guest, set by the cgroup's owner.
+    User,
+    /// A config rule, by its pattern.
+    Config(String),
+    /// `cpu.idle` = 1.
+    CpuIdle,
+    /// Nearest labelled ancestor, by its path.
+    Inherited(String),
+    /// No label anywhere above: the config's default class.
+    Default,
+    /// The root cgroup: always primary.
+    Root,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Source::Trusted => write!(f, "label (trusted.)"),
+            Source::User => write!(f, "owner's label (user.)"),
+            Source::Config(p) => write!(f, "config rule {p:?}"),
+            Source::CpuIdle => write!(f, "cpu.idle=1"),
+            Source::Inherited(from) => write!(f, "inherited from /{from}"),
+            Source::Default => write!(f, "default"),
+            Source::Root => write!(f, "root cgroup"),
+        }
+    }
+}
+
+/// What is known about one cgroup before deciding its class.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// `trusted.scx_linger.class`: absent, or the raw value.
+    pub trusted: Option<String>,
+    /// `user.scx_linger.class`: absent, or the raw value.
+    pub user: Option<String>,
+    /// The class of the first config rule matching the cgroup's path.
+    pub rule: Option<(Class, String)>,
+    /// `cpu.idle` reads 1.
+    pub cpu_idle: bool,
+}
+
+/// The class a cgroup's own labels give it, if any (not inherited).
+pub fn own_class(f: &Facts) -> Option<(Class, Source)> {
+    if let Some(Ok(c)) = f.trusted.as_deref().map(Class::from_str) {
+        return Some((c, Source::Trusted));
+    }
+    // A user label counts only as a demotion.
+    let user_demotes = f.user.as_deref().map(Class::from_str) == Some(Ok(Class::Guest));
+    if let Some((class, pattern)) = &f.rule {
+        if user_demotes && *class == Class::Primary {
+            return Some((Class::Guest, Source::User));
+        }
+        return Some((*class, Source::Config(pattern.clone())));
+    }
+    if user_demotes {
+        return Some((Class::Guest, Source::User));
+    }
+    if f.cpu_idle {
+        return Some((Class::Guest, Source::CpuIdle));
+    }
+    None
+}
+
+/// Problems with a cgroup's labels that `ls` reports: a label that does
+/// not parse, or a user label that tries to promote.
+pub fn label_warnings(f: &Facts) -> Vec<String> {
+    let mut w = Vec::new();
+    if let Some(Err(e)) = f.trusted.as_deref().map(Class::from_str) {
+        w.push(format!("trusted. label ignored: {e}"));
+    }
+    match f.user.as_deref().map(Class::from_str) {
+        Some(Err(e)) => w.push(format!("user. label ignored: {e}")),
+        Some(Ok(Class::Primary)) => {
+            w.push("user. label \"primary\" ignored: user labels can only demote to guest".into())
+        }
+        _ => {}
+    }
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(trusted: Option<&str>, user: Option<&str>, rule: Option<Class>, idle: bool) -> Facts {
+        Facts {
+            trusted: trusted.map(str::to_string),
+            user: user.map(str::to_string),
+            rule: rule.map(|c| (c, "pat".to_string())),
+            cpu_idle: idle,
+        }
+    }
+
+    #[test]
+    fn parses_class_names_and_rejects_others() {
+        assert_eq!("guest".parse(), Ok(Class::Guest));
+        assert_eq!(" primary\n".parse(), Ok(Class::Primary));
+        let e = "gust".parse::<Class>().unwrap_err().to_string();
+        assert!(
+            e.contains("\"gust\"") && e.contains("primary, guest"),
+            "{e}"
+        );
+        assert!("".parse::<Class>().is_err());
+        let long = "x".repeat(10_000);
+        assert!(long.parse::<Class>().unwrap_err().to_string().len() < 120);
+    }
+
+    #[test]
+    fn trusted_label_wins_over_everything() {
+        let f = facts(Some("primary"), Some("guest"), Some(Class::Guest), true);
+        assert_eq!(own_class(&f), Some((Class::Primary, Source::Trusted)));
+        let f = facts(Some("guest"), None, Some(Class::Primary), false);
+        assert_eq!(own_class(&f), Some((Class::Guest, Source::Trusted)));
+    }
+
+    #[test]
+    fn user_label_demotes_but_never_promotes() {
+        assert_eq!(
+            own_class(&facts(None, Some("guest"), None, false)),
+            Some((Class::Guest, Source::User))
+        );
+        assert_eq!(own_class(&facts(None, Some("primary"), None, false)), None);
+        assert_eq!(
+            own_class(&facts(None, Some("primary"), Some(Class::Guest), false))
+                .unwrap()
+                .0,
+            Class::Guest
+        );
+        assert_eq!(
+            own_class(&facts(None, Some("guest"), Some(Class::Primary), false)),
+            Some((Class::Guest, Source::User))
+        );
+        assert_eq!(
+            own_class(&facts(None, Some("primary"), None, true)),
+            Some((Class::Guest, Source::CpuIdle))
+        );
+        let w = label_warnings(&facts(None, Some("primary"), None, false));
+        assert!(w[0].contains("only demote"), "{w:?}");
+    }
+
+    #[test]
+    fn config_rule_beats_cpu_idle() {
+        assert_eq!(
+            own_class(&facts(None, None, Some(Class::Primary), true))
+                .unwrap()
+                .0,
+            Class::Primary
+        );
+        assert_eq!(
+            own_class(&facts(None, None, None, true)),
+            Some((Class::Guest, Source::CpuIdle))
+        );
+        assert_eq!(own_class(&Facts::default()), None);
+    }
+
+    #[test]
+    fn a_bad_trusted_value_is_ignored_and_reported() {
+        let f = facts(Some("gang?"), None, None, true);
+        assert_eq!(own_class(&f), Some((Class::Guest, Source::CpuIdle)));
+        assert!(label_warnings(&f)[0].contains("trusted."));
+    }
+
+    #[test]
+    fn bpf_values_match_intf_h() {
+        assert_eq!(Class::Primary.bpf_value(), 0);
+        assert_eq!(Class::Guest.bpf_value(), 1);
+    }
+}

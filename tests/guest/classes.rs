@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Primary and guest classes: strict priority, the starvation guard, idle
+//! harvesting and live relabelling, measured with the kernel's own
+//! accounting (/proc/<pid>/schedstat).
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+const SEC: f64 = 1e9;
+
+#[test]
+fn guests_get_only_the_guard_trickle_under_full_primary_load() {
+    require_guest();
+    let p = nr_cpus();
+    let primary = TestCgroup::new("t-full/primary");
+    let guest = TestCgroup::new("t-full/guest");
+    let agent = Agent::start(&[]);
+    tag(&guest.rel, "guest");
+    let prim = primary.spin(p);
+    let guests = guest.spin(2);
+    std::thread::sleep(Duration::from_secs(2));
+
+    let window = Duration::from_secs(60);
+    let g0 = guests.runtimes();
+    let p0 = total_runtime(&prim);
+    std::thread::sleep(window);
+    let g1 = guests.runtimes();
+    let p1 = total_runtime(&prim);
+    assert_eq!(state(), "enabled", "ejected: {:?}", ejections(&dmesg()));
+
+    let guest_ns: u64 = g1.iter().sum::<u64>() - g0.iter().sum::<u64>();
+    let capacity = p as f64 * window.as_nanos() as f64;
+    let share = guest_ns as f64 / capacity;
+    figure(&format!(
+        "full primary load, {p} CPUs, 60 s: guests ran {:.1} ms = {:.3}% of CPU (guard trickle); primaries {:.1}%",
+        guest_ns as f64 / 1e6,
+        share * 100.0,
+        (p1 - p0) as f64 / capacity * 100.0
+    ));
+    // The guard: one grant per CPU per 2 s, lasting at most a tick.
+    assert!(
+        share < 0.005,
+        "guests took {:.3}% of the CPU",
+        share * 100.0
+    );
+    // ...but every guest did get through, so none can stall forever.
+    assert!(
+        all_progressed(&g0, &g1),
+        "a starved guest never got a grant: {g0:?} -> {g1:?}"
+    );
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn guests_harvest_the_cycles_half_busy_primaries_leave() {
+    require_guest();
+    let p = nr_cpus();
+    let guest = TestCgroup::new("t-harvest/guest");
+    let agent = Agent::start(&[]);
+    tag(&guest.rel, "guest");
+    // Primaries: this test's own threads (root cgroup: primary), 50% busy.
+    let duty = DutyThreads::start(p, Duration::from_millis(10), Duration::from_millis(10));
+    let window = Duration::from_secs(10);
+
+    // Baseline: primaries alone, under scx_linger.
+    std::thread::sleep(Duration::from_secs(1));
+    let a0 = duty.schedstat();
+    std::thread::sleep(window);
+    let a1 = duty.schedstat();
+
+    // Then with guest hogs on every CPU.
+    let guests = guest.spin(p);
+    std::thread::sleep(Duration::from_secs(1));
+    let b0 = duty.schedstat();
+    let g0 = total_runtime(&guests);
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    let b1 = duty.schedstat();
+    let g1 = total_runtime(&guests);
+    let wall = t0.elapsed().as_nanos() as f64;
+
+    let delay = |x: (u64, u64, u64), y: (u64, u64, u64)| {
+        (y.1 - x.1) as f64 / ((y.2 - x.2).max(1)) as f64 / 1e3
+    };
+    let (alone_us, with_us) = (delay(a0, a1), delay(b0, b1));
+    let primary_ns = (b1.0 - b0.0) as f64;
+    let left_idle = p as f64 * wall - primary_ns;
+    let harvest = (g1 - g0) as f64 / left_idle;
+    let work_alone = (a1.0 - a0.0) as f64 / window.as_nanos() as f64;
+    let work_with = primary_ns / wall;
+    figure(&format!(
+        "50% primaries x{p}: run delay per slice {alone_us:.0} us alone, {with_us:.0} us with guests; primary CPU {:.3} -> {:.3} CPUs ({:+.1}%); guest harvest {:.1}% of the {:.2} CPU-s left idle",
+        work_alone,
+        work_with,
+        (work_with / work_alone - 1.0) * 100.0,
+        harvest * 100.0,
+        left_idle / SEC
+    ));
+    assert!(
+        harvest >= 0.9,
+        "guests used only {:.1}% of idle CPU",
+        harvest * 100.0
+    );
+    // Primary wake-up delay stays near its value without guests.
+    assert!(
+        with_us <= alone_us * 1.5 + 300.0,
+        "primary run delay grew from {alone_us:.0} us to {with_us:.0} us per slice with guests"
+    );
+    drop(duty);
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+/// Time until a set of processes' CPU use crosses `rate` (fraction of one
+/// CPU) in 10 ms windows, or rises/falls through it.
+fn time_until_rate(h: &Hogs, above: bool, rate: f64, limit: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    let mut last = total_runtime(h);
+    let mut t = Instant::now();
+    while start.elapsed() < limit {
+        std::thread::sleep(Duration::from_millis(10));
+        let now = total_runtime(h);
+        let r = (now - last) as f64 / t.elapsed().as_nanos() as f64;
+        if (above && r > rate) || (!above && r < rate) {
+            return Some(start.elapsed());
+        }
+        last = now;
+        t = Instant::now();
+    }
+    None
+}
+
+#[test]
+fn retagging_a_running_cgroup_takes_effect_within_100ms() {
+    require_guest();
+    let p = nr_cpus();
+    let load = TestCgroup::new("t-retag/load");
+    let job = TestCgroup::new("t-retag/job");
+    let agent = Agent::start(&[]);
+    tag(&job.rel, "guest");
+    let _prim = load.spin(p);
+    let hogs = job.spin(p);
+    std::thread::sleep(Duration::from_secs(2));
+
+    // Each relabel: how long `scx_linger tag` itself took, and how long
+    // after it returned the job's CPU share changed (agent rescan, map
+    // update, BPF reclassification).
+    let mut cmd = Vec::new();
+    let mut effect = Vec::new();
+    for (class, above, rate) in [("primary", true, 0.5), ("guest", false, 0.05)]
+        .into_iter()
+        .cycle()
+        .take(6)
+    {
+        let t = Instant::now();
+        tag(&job.rel, class);
+        cmd.push(t.elapsed());
+        let e = time_until_rate(&hogs, above, rate, Duration::from_secs(5)).unwrap_or_else(|| {
+            panic!("retagged {class}, the job's CPU share did not follow in 5 s")
+        });
+        effect.push(e);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let ms = |v: &[Duration]| {
+        v.iter()
+            .map(|d| format!("{:.0}", d.as_secs_f64() * 1e3))
+            .collect::<Vec<_>>()
+            .join("/")
+    };
+    figure(&format!(
+        "tag-to-effect (primary/guest alternating): effect {} ms after `tag` returned; `tag` itself took {} ms (10 ms sampling, TCG)",
+        ms(&effect),
+        ms(&cmd)
+    ));
+    let worst = effect.iter().max().unwrap();
+    assert!(
+        *worst < Duration::from_millis(300),
+        "slowest relabel took {worst:?}"
+    );
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn moving_a_task_between_cgroups_changes_its_class() {
+    require_guest();
+    let p = nr_cpus();
+    let load = TestCgroup::new("t-move/load");
+    let gcg = TestCgroup::new("t-move/guest");
+    let pcg = TestCgroup::new("t-move/primary");
+    let agent = Agent::start(&[]);
+    tag(&gcg.rel, "guest");
+    let _prim = load.spin(p);
+    let mover = gcg.spin(1);
+    let pid = mover.pids()[0];
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        time_until_rate(&mover, false, 0.05, Duration::from_secs(2)).is_some(),
+        "a guest got CPU under full primary load"
+    );
+    pcg.add(pid);
+    assert!(
+        time_until_rate(&mover, true, 0.2, Duration::from_secs(2)).is_some(),
+        "moved into a primary cgroup, the task still got no CPU"
+    );
+    gcg.add(pid);
+    assert!(
+        time_until_rate(&mover, false, 0.05, Duration::from_secs(2)).is_some(),
+        "moved back into the guest cgroup, the task kept its CPU"
+    );
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn descendants_inherit_and_labels_follow_precedence() {
+    require_guest();
+    let p = nr_cpus();
+    let load = TestCgroup::new("t-inherit/load");
+    let parent = TestCgroup::new("t-inherit/job");
+    let child = TestCgroup::new("t-inherit/job/step0");
+    let cfg_dir = results_dir();
+    let cfg = cfg_dir.join("inherit.toml");
+    std::fs::write(
+        &cfg,
+        "[[rule]]\ncgroup = \"t-inherit/ruled\"\nclass = \"primary\"\n",
+    )
+    .unwrap();
+    let ruled = TestCgroup::new("t-inherit/ruled");
+    let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
+
+    // Root's guest label on the parent reaches an unlabelled child.
+    tag(&parent.rel, "guest");
+    // root's trusted. label wins over the config rule saying primary.
+    tag(&ruled.rel, "guest");
+    // A user. label that says primary promotes nothing.
+    let out = agent_output(Command::new(AGENT).args(["tag", "--user", &child.rel, "primary"]));
+    assert!(!out.status.success(), "a user. label promoted a cgroup");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only root"));
+    xattr_set(&child.path, "user.scx_linger.class", "primary");
+
+    let ls = String::from_utf8_lossy(
+        &agent_output(Command::new(AGENT).args(["ls", "--all", "--config", cfg.to_str().unwrap()]))
+            .stdout,
+    )
+    .into_owned();
+    let row = |rel: &str| {
+        ls.lines()
+            .find(|l| l.starts_with(&format!("/{rel} ")))
+            .unwrap_or_else(|| panic!("/{rel} missing from ls:\n{ls}"))
+            .to_string()
+    };
+    assert!(
+        row(&child.rel).contains("guest")
+            && row(&child.rel).contains("inherited from /t-inherit/job"),
+        "{ls}"
+    );
+    assert!(
+        row(&ruled.rel).contains("guest") && row(&ruled.rel).contains("trusted"),
+        "{ls}"
+    );
+    assert!(
+        ls.contains("only demote"),
+        "ls does not warn about the user. primary label:\n{ls}"
+    );
+
+    // And the scheduler agrees: the child's and the ruled cgroup's tasks
+    // get no CPU while primaries keep every CPU busy.
+    let _prim = load.spin(p);
+    let in_child = child.spin(1);
+    let in_ruled = ruled.spin(1);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(time_until_rate(&in_child, false, 0.05, Duration::from_secs(2)).is_some());
+    assert!(time_until_rate(&in_ruled, false, 0.05, Duration::from_secs(2)).is_some());
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+fn xattr_set(path: &std::path::Path, name: &str, value: &str) {
+    let out = Command::new("setfattr")
+        .args(["-n", name, "-v", value])
+        .arg(path)
+        .output();
+    if let Ok(o) = out {
+        if o.status.success() {
+            return;
+        }
+    }
+    // No setfattr: write it with the agent's own library path instead.
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    let r = unsafe {
+        libc::setxattr(
+            c.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    assert_eq!(r, 0, "setxattr {name} on {}", path.display());
+}
+
+#[test]
+fn a_delegated_user_can_demote_but_not_promote() {
+    require_guest();
+    let job = TestCgroup::new("t-user/job");
+    let other = TestCgroup::new("t-user/other");
+    // Delegate the cgroup to uid 65534, as systemd does for a user.
+    for f in [
+        "",
+        "cgroup.procs",
+        "cgroup.subtree_control",
+        "cgroup.threads",
+    ] {
+        let _ = std::os::unix::fs::chown(job.path.join(f), Some(65534), Some(65534));
+    }
+    let as_user = |args: &[&str]| {
+        agent_output(
+            Command::new("setpriv")
+                .args([
+                    "--reuid=65534",
+                    "--regid=65534",
+                    "--clear-groups",
+                    "--inh-caps=-all",
+                    "--bounding-set=-all",
+                    AGENT,
+                ])
+                .args(args),
+        )
+    };
+    let ok = as_user(&["tag", &job.rel, "guest"]);
+    assert!(
+        ok.status.success(),
+        "owner could not demote: {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    assert!(String::from_utf8_lossy(&ok.stdout).contains("user.scx_linger.class"));
+
+    let promote = as_user(&["tag", &job.rel, "primary"]);
+    assert!(!promote.status.success());
+    assert!(String::from_utf8_lossy(&promote.stderr).contains("only root"));
+
+    let foreign = as_user(&["tag", &other.rel, "guest"]);
+    assert!(
+        !foreign.status.success(),
+        "a user labelled a cgroup it does not own"
+    );
+    let err = String::from_utf8_lossy(&foreign.stderr);
+    assert!(
+        err.contains("no permission") && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_inputs_get_one_line_errors_and_change_nothing() {
+    require_guest();
+    let job = TestCgroup::new("t-bad/job");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["tag", &job.rel, "gnag"], "unknown class \"gnag\""),
+        (vec!["tag", "t-bad/missing", "guest"], "not found"),
+        (vec!["tag", "/etc", "guest"], "not found"),
+        (vec!["tag", "", "guest"], "empty cgroup path"),
+        (vec!["tag", "/", "guest"], "always primary"),
+        (
+            vec!["run", "--config", "/nonexistent.toml"],
+            "cannot read config /nonexistent.toml",
+        ),
+        (
+            vec!["ls", "--config", "/nonexistent.toml"],
+            "cannot read config",
+        ),
+    ];
+    let bad_cfg = results_dir().join("bad.toml");
+    std::fs::write(&bad_cfg, "[[rule]]\ncgroup = \"x\"\nclass = \"idle\"\n").unwrap();
+    let bad_cfg = bad_cfg.to_str().unwrap().to_string();
+    let mut cases = cases;
+    cases.push((vec!["run", "--config", &bad_cfg], "unknown class \"idle\""));
+    for (args, want) in &cases {
+        let out = agent_output(Command::new(AGENT).args(args));
+        let err = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        assert_eq!(err.lines().count(), 1, "{args:?}: not one line: {err}");
+        assert!(
+            err.contains(want),
+            "{args:?}: {err:?} does not say {want:?}"
+        );
+    }
+    assert_eq!(
+        state(),
+        "disabled",
+        "a failed start left a scheduler loaded"
+    );
+}
