@@ -128,6 +128,7 @@ static u64 task_queue_vtime(struct task_struct *p, u32 class)
 #include "classify.bpf.h"
 #include "preempt.bpf.h"
 #include "guard.bpf.h"
+#include "weight.bpf.h"
 #include "reclassify.bpf.h"
 
 s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
@@ -328,13 +329,14 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	if (tctx && tctx->granted)
 		slice = guard_slice_ns;
 	/*
-	 * Charge the time used, inversely to weight: at the default weight of
-	 * 100, one nanosecond of CPU costs one nanosecond of vtime. A slice
+	 * Charge the time used, inversely to weight (nice and cpu.weight, see
+	 * weight.bpf.h): at the default weight of 100, one nanosecond of CPU
+	 * costs one nanosecond of vtime. A slice
 	 * can be refilled above the class default for a moment; never charge
 	 * a negative amount.
 	 */
 	used = p->scx.slice < slice ? slice - p->scx.slice : 0;
-	p->scx.dsq_vtime += used * 100 / p->scx.weight;
+	p->scx.dsq_vtime += used * 100 / task_weight(p, tctx);
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->granted) {
@@ -357,6 +359,29 @@ s32 BPF_STRUCT_OPS(linger_init_task, struct task_struct *p,
 				  BPF_LOCAL_STORAGE_GET_F_CREATE))
 		return -ENOMEM;
 	return 0;
+}
+
+s32 BPF_STRUCT_OPS(linger_cgroup_init, struct cgroup *cgrp,
+		   struct scx_cgroup_init_args *args)
+{
+	set_cgroup_weight(cgrp, args->weight);
+	return 0;
+}
+
+void BPF_STRUCT_OPS(linger_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	set_cgroup_weight(cgrp, weight);
+}
+
+void BPF_STRUCT_OPS(linger_cgroup_move, struct task_struct *p,
+		    struct cgroup *from, struct cgroup *to)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (tctx) {
+		tctx->cgw = cgroup_weight(to);
+		tctx->wgen = weight_gen;
+	}
 }
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
@@ -387,6 +412,9 @@ SCX_OPS_DEFINE(linger_ops,
 	       .stopping	= (void *)linger_stopping,
 	       .enable		= (void *)linger_enable,
 	       .init_task	= (void *)linger_init_task,
+	       .cgroup_init	= (void *)linger_cgroup_init,
+	       .cgroup_set_weight = (void *)linger_cgroup_set_weight,
+	       .cgroup_move	= (void *)linger_cgroup_move,
 	       .init		= (void *)linger_init,
 	       .exit		= (void *)linger_exit,
 	       .timeout_ms	= LINGER_DEFAULT_WATCHDOG_MS,

@@ -59,6 +59,12 @@ impl<'obj> Scheduler<'obj> {
         builder.obj_builder.debug(t.libbpf_verbose);
         let mut open = scx_ops_open!(builder, storage, linger_ops, None)?;
 
+        // 6.12 warns about schedulers that ignore cpu.weight unless they
+        // say they honour it; newer kernels dropped the flag.
+        if let Ok(flag) = scx_utils::compat::read_enum("scx_ops_flags", "SCX_OPS_HAS_CGROUP_WEIGHT")
+        {
+            open.struct_ops.linger_ops_mut().flags |= flag;
+        }
         let watchdog_ms = open.struct_ops.linger_ops_mut().timeout_ms;
         let rodata = open
             .maps

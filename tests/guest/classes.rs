@@ -316,23 +316,9 @@ fn a_delegated_user_can_demote_but_not_promote() {
         "cgroup.subtree_control",
         "cgroup.threads",
     ] {
-        let _ = std::os::unix::fs::chown(job.path.join(f), Some(65534), Some(65534));
+        let _ = std::os::unix::fs::chown(job.path.join(f), Some(NOBODY), Some(NOBODY));
     }
-    let as_user = |args: &[&str]| {
-        agent_output(
-            Command::new("setpriv")
-                .args([
-                    "--reuid=65534",
-                    "--regid=65534",
-                    "--clear-groups",
-                    "--inh-caps=-all",
-                    "--bounding-set=-all",
-                    AGENT,
-                ])
-                .args(args),
-        )
-    };
-    let ok = as_user(&["tag", &job.rel, "guest"]);
+    let ok = agent_as_nobody(&["tag", &job.rel, "guest"]);
     assert!(
         ok.status.success(),
         "owner could not demote: {}",
@@ -340,11 +326,11 @@ fn a_delegated_user_can_demote_but_not_promote() {
     );
     assert!(String::from_utf8_lossy(&ok.stdout).contains("user.scx_linger.class"));
 
-    let promote = as_user(&["tag", &job.rel, "primary"]);
+    let promote = agent_as_nobody(&["tag", &job.rel, "primary"]);
     assert!(!promote.status.success());
     assert!(String::from_utf8_lossy(&promote.stderr).contains("only root"));
 
-    let foreign = as_user(&["tag", &other.rel, "guest"]);
+    let foreign = agent_as_nobody(&["tag", &other.rel, "guest"]);
     assert!(
         !foreign.status.success(),
         "a user labelled a cgroup it does not own"
@@ -395,4 +381,34 @@ fn bad_inputs_get_one_line_errors_and_change_nothing() {
         "disabled",
         "a failed start left a scheduler loaded"
     );
+}
+
+#[test]
+fn cgroup_cpu_weight_is_honoured_within_a_class() {
+    require_guest();
+    let p = nr_cpus();
+    let parent = TestCgroup::new("t-weight");
+    let _ = std::fs::write(format!("{CGROUP_ROOT}/cgroup.subtree_control"), "+cpu");
+    std::fs::write(parent.path.join("cgroup.subtree_control"), "+cpu").unwrap();
+    let light = TestCgroup::new("t-weight/light");
+    let heavy = TestCgroup::new("t-weight/heavy");
+    std::fs::write(light.path.join("cpu.weight"), "100").unwrap();
+    std::fs::write(heavy.path.join("cpu.weight"), "300").unwrap();
+    let agent = Agent::start(&[]);
+    let l = light.spin(p);
+    let h = heavy.spin(p);
+    std::thread::sleep(Duration::from_secs(2));
+    let (l0, h0) = (total_runtime(&l), total_runtime(&h));
+    std::thread::sleep(Duration::from_secs(10));
+    let (l1, h1) = (total_runtime(&l), total_runtime(&h));
+    let ratio = (h1 - h0) as f64 / (l1 - l0).max(1) as f64;
+    figure(&format!(
+        "cpu.weight 300 vs 100, {p} threads each: CPU ratio {ratio:.2} (ideal 3)"
+    ));
+    assert!(
+        (2.0..=4.5).contains(&ratio),
+        "cpu.weight 300:100 gave a CPU ratio of {ratio:.2}"
+    );
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
 }

@@ -160,6 +160,25 @@ impl Drop for Agent {
     }
 }
 
+/// The uid the tests use for an unprivileged user (nobody).
+pub const NOBODY: u32 = 65534;
+
+/// `scx_linger ARGS` as user nobody with no capabilities at all.
+pub fn agent_as_nobody(args: &[&str]) -> Output {
+    agent_output(
+        Command::new("setpriv")
+            .arg(format!("--reuid={NOBODY}"))
+            .arg(format!("--regid={NOBODY}"))
+            .args([
+                "--clear-groups",
+                "--inh-caps=-all",
+                "--bounding-set=-all",
+                AGENT,
+            ])
+            .args(args),
+    )
+}
+
 /// Run the agent to completion (for commands that should fail at once).
 pub fn agent_output(cmd: &mut Command) -> Output {
     cmd.stdin(Stdio::null())
@@ -342,19 +361,9 @@ pub fn figure(line: &str) {
     writeln!(f, "{line}").unwrap();
 }
 
-/// Per-thread scheduling statistics: (run ns, run-delay ns, timeslices),
-/// from /proc/self/task/<tid>/schedstat.
+/// Per-thread scheduling statistics: (run ns, run-delay ns, timeslices).
 pub fn thread_schedstat(tid: i32) -> (u64, u64, u64) {
-    let s = fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).unwrap_or_default();
-    let v: Vec<u64> = s
-        .split_whitespace()
-        .filter_map(|x| x.parse().ok())
-        .collect();
-    (
-        v.first().copied().unwrap_or(0),
-        v.get(1).copied().unwrap_or(0),
-        v.get(2).copied().unwrap_or(0),
-    )
+    linger_bench::schedstat(&format!("/proc/self/task/{tid}/schedstat"))
 }
 
 /// Threads of this process that compute for `busy` then sleep for `idle`,

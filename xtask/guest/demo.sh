@@ -1,16 +1,19 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-only
 # The demo, as run inside the sched_ext guest by `cargo xtask demo`: load
-# scx_linger, start two demo jobs in their own cgroups, and show the
-# scheduler's live counters and each job's CPU time as the kernel counts it.
+# scx_linger, start a primary job and a guest job in their own cgroups, tag
+# the guest, and show the scheduler's live counters and each job's CPU use
+# as the kernel counts it. While the primary job is busy the guest gets
+# (almost) nothing; when the primary job ends the guest takes the idle CPUs.
 set -u
 AGENT=${1:?usage: demo.sh AGENT SECONDS}
 SECONDS_TO_RUN=${2:-20}
 CG=/sys/fs/cgroup
+NCPU=$(nproc)
 
-echo "kernel: $(uname -r), $(nproc) CPUs, sched_ext state: $(cat /sys/kernel/sched_ext/state)"
+echo "kernel: $(uname -r), $NCPU CPUs, sched_ext state: $(cat /sys/kernel/sched_ext/state)"
 
-"$AGENT" run --stats 2 &
+"$AGENT" run --stats 5 &
 agent=$!
 i=0
 until [ "$(cat /sys/kernel/sched_ext/state)" = enabled ]; do
@@ -25,27 +28,34 @@ echo "sched_ext state: $(cat /sys/kernel/sched_ext/state)"
 echo "root/ops: $(cat /sys/kernel/sched_ext/root/ops)"
 
 # Two jobs in their own cgroups, as a batch system would start them.
-echo "+cpu" > $CG/cgroup.subtree_control 2>/dev/null
-for job in job-a job-b; do
-	mkdir -p $CG/demo/$job
+mkdir -p $CG/demo/owner-job $CG/demo/guest-job
+"$AGENT" tag demo/guest-job guest
+"$AGENT" ls
+spin() { sh -c 'echo $$ > '"$1"'/cgroup.procs; exec sh -c "while :; do :; done"' & }
+for _ in $(seq "$NCPU"); do
+	spin $CG/demo/owner-job
+	spin $CG/demo/guest-job
 done
-spin() { sh -c 'echo $$ > '"$1"'/cgroup.procs; while :; do :; done' & }
-spin $CG/demo/job-a
-spin $CG/demo/job-a
-spin $CG/demo/job-b
-echo "started job-a (2 CPU-bound threads) and job-b (1) under scx_linger"
+echo "started owner-job ($NCPU CPU-bound threads, primary) and guest-job ($NCPU, guest)"
 
-t=0
-while [ $t -lt "$SECONDS_TO_RUN" ]; do
-	sleep 5
-	t=$((t + 5))
-	a=$(awk '/usage_usec/ {print $2}' $CG/demo/job-a/cpu.stat)
-	b=$(awk '/usage_usec/ {print $2}' $CG/demo/job-b/cpu.stat)
-	echo "t=${t}s  job-a cpu=$((a / 1000)) ms  job-b cpu=$((b / 1000)) ms  sched_ext: $(cat /sys/kernel/sched_ext/state)"
-done
+usage() { awk '/usage_usec/ {print $2}' "$CG/demo/$1/cpu.stat"; }
+now_us() { echo $(( $(date +%s%N) / 1000 )); }
+report() {
+	a1=$(usage owner-job) b1=$(usage guest-job) w1=$(now_us)
+	span=$((w1 - w0))
+	echo "t=${t}s  owner-job $(( (a1 - a0) * 100 / span ))%  guest-job $(( (b1 - b0) * 100 / span ))%  (of one CPU, $NCPU in all; sched_ext $(cat /sys/kernel/sched_ext/state))"
+	a0=$a1 b0=$b1 w0=$w1
+}
+STEP=5
+t=0 a0=$(usage owner-job) b0=$(usage guest-job) w0=$(now_us)
+half=$((SECONDS_TO_RUN / 2))
+while [ $t -lt "$half" ]; do sleep $STEP; t=$((t + STEP)); report; done
+echo "owner-job finishes; its CPUs fall idle"
+echo 1 > $CG/demo/owner-job/cgroup.kill
+while [ $t -lt "$SECONDS_TO_RUN" ]; do sleep $STEP; t=$((t + STEP)); report; done
 echo "root/ops while the jobs ran: $(cat /sys/kernel/sched_ext/root/ops)"
 
-kill $(cat $CG/demo/job-a/cgroup.procs $CG/demo/job-b/cgroup.procs) 2>/dev/null
+echo 1 > $CG/demo/guest-job/cgroup.kill
 kill -TERM $agent
 wait $agent
 rc=$?

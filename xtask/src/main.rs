@@ -8,6 +8,7 @@
 //! or build is cached outside the git tree (see `paths`), so a second run
 //! costs only what changed.
 mod apt;
+mod bench;
 mod demo;
 mod deps;
 mod kernel;
@@ -37,6 +38,8 @@ enum Command {
     Test(test::TestArgs),
     /// The README's main job: boot the guest, load scx_linger, show it work.
     Demo(demo::DemoArgs),
+    /// Primary QoS beside guests under each policy (icount guest).
+    Bench(bench::BenchArgs),
 }
 
 fn main() {
@@ -47,6 +50,7 @@ fn main() {
         Command::Vm(a) => vm::run_cli(&a),
         Command::Test(a) => test::run(&a),
         Command::Demo(a) => demo::run(&a),
+        Command::Bench(a) => bench::run(&a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * weight.bpf.h - the cgroup's cpu.weight on top of the task's nice weight.
+ *
+ * The kernel tells us each cgroup's cpu.weight (cgroup_init and
+ * cgroup_set_weight, for cgroups with the cpu controller enabled). A task
+ * is charged vtime at its nice weight times its cgroup's weight / 100, so
+ * a job in a cgroup with cpu.weight 200 runs twice as much per thread as
+ * its neighbours in the same class. This is flat, per-thread weighting: a
+ * cgroup with more runnable threads still gets more CPU in total, which is
+ * what batch nodes expect from per-core job slots (scx_flatcg shows the
+ * fully hierarchical alternative).
+ *
+ * Tasks cache their cgroup's weight: cgroup_move sets it, and a weight
+ * change bumps weight_gen so that tasks refresh it at their next stop.
+ */
+#ifndef __SCX_LINGER_WEIGHT_BPF_H
+#define __SCX_LINGER_WEIGHT_BPF_H
+
+struct cgrp_ctx {
+	u32	weight;		/* cpu.weight, 1..10000, 100 by default */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct cgrp_ctx);
+} cgrp_ctxs SEC(".maps");
+
+/* Bumped whenever some cgroup's weight changes. */
+static u64 weight_gen = 1;
+
+static u32 cgroup_weight(struct cgroup *cgrp)
+{
+	struct cgrp_ctx *cctx = bpf_cgrp_storage_get(&cgrp_ctxs, cgrp, 0, 0);
+
+	return cctx && cctx->weight ? cctx->weight : 100;
+}
+
+static void set_cgroup_weight(struct cgroup *cgrp, u32 weight)
+{
+	struct cgrp_ctx *cctx = bpf_cgrp_storage_get(&cgrp_ctxs, cgrp, 0,
+						     BPF_LOCAL_STORAGE_GET_F_CREATE);
+
+	if (cctx)
+		cctx->weight = weight ? weight : 100;
+	__sync_fetch_and_add(&weight_gen, 1);
+}
+
+/* The weight vtime is charged at: nice weight x cgroup weight / 100. */
+static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
+{
+	u64 w = p->scx.weight;
+
+	if (!tctx)
+		return w ? w : 1;
+	if (tctx->wgen != weight_gen) {
+		struct cgroup *cgrp = scx_bpf_task_cgroup(p);
+
+		if (cgrp) {
+			tctx->cgw = cgroup_weight(cgrp);
+			bpf_cgroup_release(cgrp);
+		}
+		tctx->wgen = weight_gen;
+	}
+	w = w * (tctx->cgw ? tctx->cgw : 100) / 100;
+	return w ? w : 1;
+}
+
+#endif /* __SCX_LINGER_WEIGHT_BPF_H */
