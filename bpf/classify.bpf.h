@@ -36,6 +36,7 @@ struct task_ctx {
 	u64	cgid;		/* cgroup the cached class is for */
 	u64	gen;		/* label_gen the cached class is for */
 	u32	class;		/* cached enum linger_class */
+	u32	vclass;		/* class whose clock its vtime follows */
 	u32	cgw;		/* cached cpu.weight of its cgroup */
 	u64	wgen;		/* weight_gen the cached cgw is for */
 	bool	granted;	/* running on a starvation-guard grant */

@@ -107,28 +107,36 @@ static u64 *class_vtime_now(u32 class)
 	return &vtime_now[class < LINGER_NR_CLASSES ? class : 0];
 }
 
-/*
- * The vtime a task queues with: its own, kept within one slice of its
- * class clock. Below: a long sleep does not buy a long burst. Above: a
- * task that just changed class does not carry the other class's clock.
- */
-static u64 task_queue_vtime(struct task_struct *p, u32 class)
-{
-	u64 now = *class_vtime_now(class), lag = class_slice(class);
-	u64 vtime = p->scx.dsq_vtime;
-
-	if (time_before(vtime, now - lag))
-		vtime = now - lag;
-	else if (time_after(vtime, now + lag))
-		vtime = now + lag;
-	return vtime;
-}
-
 #include "stats.bpf.h"
 #include "classify.bpf.h"
 #include "preempt.bpf.h"
 #include "guard.bpf.h"
 #include "weight.bpf.h"
+
+/*
+ * The vtime a task queues with. Normally its own: that is what makes
+ * weights work. But vtime is only comparable within a class, so a task
+ * whose class changed since it last queued starts level with its new
+ * class's clock. (Sleepers are handled in runnable().)
+ */
+static u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx,
+			    u32 class)
+{
+	u64 vtime = p->scx.dsq_vtime;
+
+	/*
+	 * Load the task's vtime before deciding: otherwise clang may merge the
+	 * two loads into one instruction on two kinds of pointer, which the
+	 * verifier rejects.
+	 */
+	barrier_var(vtime);
+	if (tctx && tctx->vclass != class) {
+		tctx->vclass = class;
+		vtime = *class_vtime_now(class);
+	}
+	return vtime;
+}
+
 #include "reclassify.bpf.h"
 
 s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
@@ -172,7 +180,8 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 
 void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 {
-	u32 class = task_class(p, lookup_task_ctx(p));
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	u32 class = task_class(p, tctx);
 	s32 cpu;
 
 	if (class == LINGER_CLASS_PRIMARY) {
@@ -194,9 +203,9 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 		stat_inc(LINGER_STAT_ENQ_PRIMARY);
 		scx_bpf_dsq_insert_vtime(p, LINGER_CLASS_PRIMARY, primary_slice_ns,
-					 task_queue_vtime(p, class), enq_flags);
+					 task_queue_vtime(p, tctx, class), enq_flags);
 	} else {
-		u64 vtime = task_queue_vtime(p, class);
+		u64 vtime = task_queue_vtime(p, tctx, class);
 
 		stat_inc(LINGER_STAT_ENQ_GUEST);
 		if (time_after(vtime, guest_vtime_tail))
@@ -292,6 +301,23 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 		prev->scx.slice = class_slice(class);
 		mark_guest_cpu(cpu, class == LINGER_CLASS_GUEST);
 	}
+}
+
+void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
+	u64 floor = *class_vtime_now(class) - class_slice(class);
+
+	/*
+	 * A task waking from sleep may bank at most one slice of vtime over
+	 * the tasks that kept running: enough to run soon, not enough to
+	 * monopolise the CPU after a long sleep. Tasks that stay runnable
+	 * (preempted, slice expired) keep their vtime untouched, so weights
+	 * hold exactly.
+	 */
+	if (time_before(p->scx.dsq_vtime, floor))
+		p->scx.dsq_vtime = floor;
 }
 
 void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
@@ -408,6 +434,7 @@ SCX_OPS_DEFINE(linger_ops,
 	       .select_cpu	= (void *)linger_select_cpu,
 	       .enqueue		= (void *)linger_enqueue,
 	       .dispatch	= (void *)linger_dispatch,
+	       .runnable	= (void *)linger_runnable,
 	       .running		= (void *)linger_running,
 	       .stopping	= (void *)linger_stopping,
 	       .enable		= (void *)linger_enable,

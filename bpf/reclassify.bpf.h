@@ -8,8 +8,7 @@
  * primary load has no next event until the starvation guard reaches it,
  * which may be seconds. So after the agent bumps label_gen, the first CPU
  * to dispatch walks both class DSQs once and moves every task whose class
- * changed into its new class's DSQ, keeping its vtime (clamped to the new
- * class clock). Running tasks pick up the change when their slice ends.
+ * changed into its new class's DSQ, level with the new class's clock. Running tasks pick up the change when their slice ends.
  */
 #ifndef __SCX_LINGER_RECLASSIFY_BPF_H
 #define __SCX_LINGER_RECLASSIFY_BPF_H
@@ -28,7 +27,7 @@ static void reclassify_dsq(u32 from)
 		if (class == from || class >= LINGER_NR_CLASSES)
 			continue;
 		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
-					   task_queue_vtime(p, class));
+					   task_queue_vtime(p, tctx, class));
 		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, class_slice(class));
 		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, class, 0))
 			stat_inc(LINGER_STAT_RECLASSIFY);

@@ -230,6 +230,11 @@ fn descendants_inherit_and_labels_follow_precedence() {
     )
     .unwrap();
     let ruled = TestCgroup::new("t-inherit/ruled");
+    // cpu.idle = 1, as systemd/runc/Kubernetes set it: guest, unlabelled.
+    let _ = std::fs::write(format!("{CGROUP_ROOT}/cgroup.subtree_control"), "+cpu");
+    std::fs::write(parent.path.join("../cgroup.subtree_control"), "+cpu").unwrap();
+    let idle = TestCgroup::new("t-inherit/idle");
+    std::fs::write(idle.path.join("cpu.idle"), "1").unwrap();
     let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
 
     // Root's guest label on the parent reaches an unlabelled child.
@@ -272,7 +277,9 @@ fn descendants_inherit_and_labels_follow_precedence() {
     let _prim = load.spin(p);
     let in_child = child.spin(1);
     let in_ruled = ruled.spin(1);
+    let in_idle = idle.spin(1);
     std::thread::sleep(Duration::from_secs(1));
+    assert!(time_until_rate(&in_idle, false, 0.05, Duration::from_secs(2)).is_some());
     assert!(time_until_rate(&in_child, false, 0.05, Duration::from_secs(2)).is_some());
     assert!(time_until_rate(&in_ruled, false, 0.05, Duration::from_secs(2)).is_some());
     let (status, out) = agent.stop();
