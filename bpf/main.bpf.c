@@ -137,6 +137,53 @@ static u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx,
 	return vtime;
 }
 
+/*
+ * The vtime @p will have once charged for what it used of its current
+ * slice, inversely to its weight (nice and cpu.weight, see weight.bpf.h):
+ * at the default weight of 100, one nanosecond of CPU costs one nanosecond
+ * of vtime. @refresh: see task_weight().
+ */
+static u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
+			 bool refresh)
+{
+	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
+	u64 slice = tctx && tctx->granted ? guard_slice_ns : class_slice(class);
+	/* A slice can be refilled above the default; never charge < 0. */
+	u64 used = p->scx.slice < slice ? slice - p->scx.slice : 0;
+
+	return p->scx.dsq_vtime + used * 100 / task_weight(p, tctx, refresh);
+}
+
+/*
+ * Let @prev run another slice: charge it for the one it just used first
+ * (no stopping()/running() pair happens in between).
+ */
+static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
+			 s32 cpu)
+{
+	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
+
+	prev->scx.dsq_vtime = charged_vtime(prev, tctx, false);
+	if (tctx)
+		tctx->granted = false;
+	prev->scx.slice = class_slice(class);
+	mark_guest_cpu(cpu, class == LINGER_CLASS_GUEST);
+	stat_inc(LINGER_STAT_KEEP_PREV);
+}
+
+/* Does the first task queued on @dsq come before @vtime? */
+static bool dsq_head_before(u64 dsq, u64 vtime)
+{
+	struct task_struct *q;
+	bool before = false;
+
+	bpf_for_each(scx_dsq, q, dsq, 0) {
+		before = time_before(q->scx.dsq_vtime, vtime);
+		break;
+	}
+	return before;
+}
+
 #include "reclassify.bpf.h"
 
 s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
@@ -234,7 +281,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct cpu_ctx *cctx = lookup_cpu_ctx();
 	u64 now = scx_bpf_now();
-	struct task_ctx *tctx;
+	struct task_ctx *tctx = NULL;
 
 	/* Starved guests first, but only as often as the guard allows. */
 	if (cctx && guard_due(cctx, now)) {
@@ -251,23 +298,31 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	/* Labels changed: re-sort the tasks already waiting. */
 	reclassify_queued();
 
+	/*
+	 * A primary that is still runnable keeps its CPU unless a primary with
+	 * a smaller vtime waits: fair among primaries, and never handed to a
+	 * guest (strict priority covers the task on the CPU too).
+	 */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		tctx = lookup_task_ctx(prev);
+		if ((!tctx || tctx->class == LINGER_CLASS_PRIMARY) &&
+		    !dsq_head_before(LINGER_CLASS_PRIMARY,
+				     charged_vtime(prev, tctx, false))) {
+			keep_running(prev, tctx, cpu);
+			return;
+		}
+	}
+
 	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_PRIMARY, 0)) {
 		stat_inc(LINGER_STAT_DISPATCH_PRIMARY);
 		return;
 	}
 
-	/*
-	 * A primary that is still runnable keeps its CPU rather than give it
-	 * to a guest: strict priority covers the task on the CPU too.
-	 */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
-		tctx = lookup_task_ctx(prev);
-		if (!tctx || tctx->class == LINGER_CLASS_PRIMARY) {
-			stat_inc(LINGER_STAT_KEEP_PREV);
-			prev->scx.slice = primary_slice_ns;
-			mark_guest_cpu(cpu, false);
-			return;
-		}
+	/* The head was not for this CPU: a runnable primary still wins. */
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
+	    (!tctx || tctx->class == LINGER_CLASS_PRIMARY)) {
+		keep_running(prev, tctx, cpu);
+		return;
 	}
 
 	/*
@@ -291,16 +346,8 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 * run another slice instead of going through the idle loop. It keeps
 	 * running without a new running() call, so fix the CPU's mark here.
 	 */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
-		tctx = lookup_task_ctx(prev);
-		u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
-
-		if (tctx)
-			tctx->granted = false;
-		stat_inc(LINGER_STAT_KEEP_PREV);
-		prev->scx.slice = class_slice(class);
-		mark_guest_cpu(cpu, class == LINGER_CLASS_GUEST);
-	}
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
+		keep_running(prev, lookup_task_ctx(prev), cpu);
 }
 
 void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
@@ -349,20 +396,8 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
-	u64 slice = class_slice(class), used;
 
-	if (tctx && tctx->granted)
-		slice = guard_slice_ns;
-	/*
-	 * Charge the time used, inversely to weight (nice and cpu.weight, see
-	 * weight.bpf.h): at the default weight of 100, one nanosecond of CPU
-	 * costs one nanosecond of vtime. A slice
-	 * can be refilled above the class default for a moment; never charge
-	 * a negative amount.
-	 */
-	used = p->scx.slice < slice ? slice - p->scx.slice : 0;
-	p->scx.dsq_vtime += used * 100 / task_weight(p, tctx);
+	p->scx.dsq_vtime = charged_vtime(p, tctx, true);
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->granted) {

@@ -48,14 +48,19 @@ static void set_cgroup_weight(struct cgroup *cgrp, u32 weight)
 	__sync_fetch_and_add(&weight_gen, 1);
 }
 
-/* The weight vtime is charged at: nice weight x cgroup weight / 100. */
-static u64 task_weight(struct task_struct *p, struct task_ctx *tctx)
+/*
+ * The weight vtime is charged at: nice weight x cgroup weight / 100.
+ * @refresh: the cached cgroup weight may be refreshed, which needs
+ * scx_bpf_task_cgroup(), allowed only in ops that operate on @p (not in
+ * dispatch(), where prev is merely passed along).
+ */
+static u64 task_weight(struct task_struct *p, struct task_ctx *tctx, bool refresh)
 {
 	u64 w = p->scx.weight;
 
 	if (!tctx)
 		return w ? w : 1;
-	if (tctx->wgen != weight_gen) {
+	if (refresh && tctx->wgen != weight_gen) {
 		struct cgroup *cgrp = scx_bpf_task_cgroup(p);
 
 		if (cgrp) {
