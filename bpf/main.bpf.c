@@ -11,15 +11,17 @@
  *
  * Each class has one shared dispatch queue (DSQ) ordered by virtual time
  * (vtime): a task's vtime advances by the CPU time it used, divided by its
- * weight (nice), so within a class heavier tasks get proportionally more
- * CPU. A CPU that needs work takes the smallest-vtime task of the highest
- * class that has one.
+ * weight (nice times its cgroup's cpu.weight), so within a class heavier
+ * tasks get proportionally more CPU. A CPU that needs work takes the
+ * smallest-vtime task of the highest class that has one; a primary whose
+ * slice ended keeps its CPU unless a primary with a smaller vtime waits.
  *
  *  - A waking primary that finds an idle CPU goes straight to that CPU's
- *    local DSQ; otherwise it queues, and if a CPU it may use is running a
- *    guest, that CPU is kicked at once (preempt.bpf.h). Guests always go
- *    through the guest DSQ, so a CPU choosing its next task always sees
- *    waiting primaries first.
+ *    local DSQ. Else, if a CPU it may use runs a guest, it goes to that
+ *    CPU and preempts the guest on arrival; else it queues, and a CPU that
+ *    starts running a guest meanwhile is kicked (preempt.bpf.h). Guests
+ *    always go through the guest DSQ, so a CPU choosing its next task
+ *    always sees waiting primaries first.
  *  - Per-CPU primaries (kworkers, ksoftirqd, pinned tasks) go straight to
  *    their CPU's local DSQ, where they run before anything queued in a
  *    class DSQ: they must not wait behind a compute job's long slice.
