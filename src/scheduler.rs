@@ -18,7 +18,6 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 use log::info;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 
-use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::class::Class;
 use crate::stats::Counters;
@@ -173,6 +172,3 @@ impl<'obj> Scheduler<'obj> {
         })
     }
 }
-
-/// Number of counters the BPF side keeps per CPU.
-pub const NR_STATS: usize = bpf_intf::linger_stat_LINGER_NR_STATS as usize;

@@ -4,7 +4,9 @@
 //! agent sums them and reports rates between two readings.
 
 use crate::bpf_intf::*;
-use crate::scheduler::NR_STATS;
+
+/// Number of counters the BPF side keeps per CPU.
+pub const NR_STATS: usize = linger_stat_LINGER_NR_STATS as usize;
 
 /// Totals over all CPUs, indexed by enum linger_stat.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
