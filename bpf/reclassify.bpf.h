@@ -6,14 +6,30 @@
  * A task's class is re-derived at its next scheduling event (see
  * classify.bpf.h), but a guest that is waiting in the guest DSQ under full
  * primary load has no next event until the starvation guard reaches it,
- * which may be seconds. So after the agent bumps label_gen, the first CPU
+ * which may be seconds. So after the agent bumps label_gen, or a task
+ * moves between cgroups, the first CPU
  * to dispatch walks both class DSQs once and moves every task whose class
  * changed into its new class's DSQ, level with the new class's clock. Running tasks pick up the change when their slice ends.
  */
 #ifndef __SCX_LINGER_RECLASSIFY_BPF_H
 #define __SCX_LINGER_RECLASSIFY_BPF_H
 
-/* label_gen value the queued tasks were last sorted for. */
+/*
+ * Bumped whenever a task moves between cgroups: a queued task that moved
+ * into a cgroup of another class must be re-sorted too, and cgroup moves
+ * need no help from the agent.
+ */
+static u64 move_gen;
+
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(linger_cgroup_attach, struct cgroup *dst, const char *path,
+	     struct task_struct *task, bool threadgroup)
+{
+	__sync_fetch_and_add(&move_gen, 1);
+	return 0;
+}
+
+/* label_gen + move_gen when the queued tasks were last sorted. */
 static u64 swept_gen;
 
 static void reclassify_dsq(u32 from)
@@ -36,7 +52,8 @@ static void reclassify_dsq(u32 from)
 
 static void reclassify_queued(void)
 {
-	u64 gen = label_gen, seen = swept_gen;
+	/* Both only grow, so their sum changes whenever either does. */
+	u64 gen = label_gen + move_gen, seen = swept_gen;
 
 	/* Cheap when nothing changed; one CPU claims each generation. */
 	if (gen == seen || __sync_val_compare_and_swap(&swept_gen, seen, gen) != seen)
