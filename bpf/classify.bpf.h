@@ -24,7 +24,7 @@
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__type(key, u64);	/* cgroup id */
-	__type(value, u32);	/* enum linger_class */
+	__type(value, struct linger_label);
 	__uint(max_entries, LINGER_MAX_LABELS);
 } cgrp_class SEC(".maps");
 
@@ -35,8 +35,12 @@ volatile u64 label_gen;
 struct task_ctx {
 	u64	cgid;		/* cgroup the cached class is for */
 	u64	gen;		/* label_gen the cached class is for */
-	u32	class;		/* cached enum linger_class */
+	u32	class;		/* cached enum linger_class (a gang's tier) */
+	u32	gang;		/* cached gang number + 1, 0 if not in a gang */
 	u32	vclass;		/* class whose clock its vtime follows */
+	u32	counted;	/* gang (+1) whose nr_runnable counts this task */
+	u64	slot_seq;	/* gang slot in which it last started running */
+	u64	run_start;	/* when it last started running (gang members) */
 	u32	cgw;		/* cached cpu.weight of its cgroup */
 	u64	wgen;		/* weight_gen the cached cgw is for */
 	bool	granted;	/* running on a starvation-guard grant */
@@ -54,9 +58,13 @@ static struct task_ctx *lookup_task_ctx(const struct task_struct *p)
 	return bpf_task_storage_get(&task_ctxs, (struct task_struct *)p, 0, 0);
 }
 
-/* Class of the nearest labelled cgroup at or above @cgrp. */
-static u32 cgroup_class(struct cgroup *cgrp)
+/*
+ * Label of the nearest labelled cgroup at or above @cgrp: its class, and
+ * its gang if it is one (a gang is the whole subtree of its cgroup).
+ */
+static struct linger_label cgroup_label(struct cgroup *cgrp)
 {
+	struct linger_label none = { .class = default_class, .gang = 0 };
 	int level = BPF_CORE_READ(cgrp, level);
 	u32 i;
 
@@ -64,12 +72,14 @@ static u32 cgroup_class(struct cgroup *cgrp)
 	 * The root cgroup holds kernel threads and the system itself: always
 	 * primary, whatever the default for unlabelled jobs is.
 	 */
-	if (level <= 0)
-		return LINGER_CLASS_PRIMARY;
+	if (level <= 0) {
+		none.class = LINGER_CLASS_PRIMARY;
+		return none;
+	}
 
 	bpf_for(i, 0, LINGER_MAX_CGRP_LEVEL) {
 		struct cgroup *anc = NULL;
-		u32 *class;
+		struct linger_label *label;
 		u64 id;
 
 		if (level - (int)i <= 0)
@@ -79,34 +89,44 @@ static u32 cgroup_class(struct cgroup *cgrp)
 		if (!anc)
 			break;
 		id = BPF_CORE_READ(anc, kn, id);
-		class = bpf_map_lookup_elem(&cgrp_class, &id);
-		if (class && *class < LINGER_NR_CLASSES)
-			return *class;
+		label = bpf_map_lookup_elem(&cgrp_class, &id);
+		if (label && label->class < LINGER_NR_CLASSES)
+			return *label;
 	}
-	return default_class;
+	return none;
 }
 
 /*
- * The class of @p, from its cache when still valid. Kernel threads are
- * always primary: the node's own work comes first.
+ * The class of @p, from its cache when still valid; its gang, if any, is
+ * cached beside it in tctx->gang. Kernel threads are always primary and
+ * never in a gang: the node's own work comes first.
  */
 static u32 task_class(const struct task_struct *p, struct task_ctx *tctx)
 {
+	struct linger_label label;
 	struct cgroup *cgrp;
 	u64 cgid, gen;
 
-	if (!tctx || (p->flags & PF_KTHREAD))
+	if (!tctx)
 		return LINGER_CLASS_PRIMARY;
+	if (p->flags & PF_KTHREAD) {
+		tctx->gang = 0;
+		return tctx->class = LINGER_CLASS_PRIMARY;
+	}
 
 	cgrp = BPF_CORE_READ(p, cgroups, dfl_cgrp);
-	if (!cgrp)
-		return LINGER_CLASS_PRIMARY;
+	if (!cgrp) {
+		tctx->gang = 0;
+		return tctx->class = LINGER_CLASS_PRIMARY;
+	}
 	cgid = BPF_CORE_READ(cgrp, kn, id);
 	gen = label_gen;
 	if (tctx->cgid == cgid && tctx->gen == gen)
 		return tctx->class;
 
-	tctx->class = cgroup_class(cgrp);
+	label = cgroup_label(cgrp);
+	tctx->class = label.class;
+	tctx->gang = label.gang <= LINGER_MAX_GANGS ? label.gang : 0;
 	tctx->cgid = cgid;
 	tctx->gen = gen;
 	stat_inc(LINGER_STAT_CLASSIFY);

@@ -8,7 +8,8 @@
  * its watchdog timeout, and a guest that holds a lock or a pipe a primary
  * needs would block that primary forever.
  *
- * So when the guest DSQ has tasks and none has left it for guard_interval,
+ * So when guests wait (in the guest DSQ, or in a guest gang's) and none
+ * has left the guest DSQ for guard_interval,
  * a CPU that is choosing its next task gives the head of the guest DSQ one
  * short slice (guard_slice) instead, at most once per interval per CPU.
  * The granted guest is not preemptible by primaries (it would otherwise be
@@ -53,7 +54,7 @@ static u64 guard_interval(u64 nr_queued)
 /* Should this CPU hand the guest DSQ's head a grant now? */
 static bool guard_due(struct cpu_ctx *cctx, u64 now)
 {
-	u64 nr = scx_bpf_dsq_nr_queued(LINGER_CLASS_GUEST);
+	u64 nr = scx_bpf_dsq_nr_queued(LINGER_CLASS_GUEST) + guest_gangs_queued();
 	u64 interval;
 
 	if (!nr)

@@ -34,6 +34,75 @@ enum linger_consts {
 	LINGER_MAX_CGRP_LEVEL	= 32,
 	/* CPUs the per-CPU state array covers. */
 	LINGER_MAX_CPUS		= 1024,
+	/*
+	 * Gangs (co-scheduled jobs) the slot table can hold at once. A gang
+	 * set is a u64 bit mask, so this cannot grow past 64.
+	 */
+	LINGER_MAX_GANGS	= 64,
+	/* DSQ of gang g (0-based) is LINGER_GANG_DSQ_BASE + g. */
+	LINGER_GANG_DSQ_BASE	= 256,
+	/* log2 buckets of the skew and switch-latency histograms (ns). */
+	LINGER_HIST_BUCKETS	= 32,
+};
+
+/*
+ * The value of a cgrp_class entry: a labelled cgroup's class and, for a
+ * gang, which gang it is. Gang numbers are handed out by the agent, which
+ * keeps them stable while the gang's cgroup exists.
+ */
+struct linger_label {
+	u32	class;		/* enum linger_class: the gang's tier, if a gang */
+	u32	gang;		/* 0: not a gang; else gang number + 1 */
+};
+
+/*
+ * One time slot of the gang rotation: [start_ns, start_ns + len_ns) within
+ * the cycle, and the gangs that run together in it (a bit per gang
+ * number). Gangs share a slot when their members fit on the CPUs at once.
+ */
+struct linger_slot {
+	u64	start_ns;
+	u64	len_ns;
+	u64	gangs;
+};
+
+/*
+ * The rotation of one tier (primary gangs or guest gangs). Slots follow
+ * each other from 0 to nr_slots - 1, then the primary tier's open phase
+ * (open_ns; see gang.bpf.h) ends the cycle. Where a cycle starts is fixed
+ * by the clock: cycle k begins at CLOCK_TAI = k * cycle_ns, so nodes with
+ * the same table and synchronised clocks switch together.
+ */
+struct linger_rotation {
+	u64	cycle_ns;	/* 0: no gangs in this tier */
+	u64	open_ns;	/* the open phase at the end of the cycle */
+	u64	gangs;		/* every gang with a slot in this rotation */
+	u32	nr_slots;
+	u32	pad;
+	struct linger_slot slots[LINGER_MAX_GANGS];
+};
+
+/* The whole gang table the agent hands to the BPF side. */
+struct linger_gang_table {
+	struct linger_rotation tiers[LINGER_NR_CLASSES];
+};
+
+/*
+ * What the BPF side counts for each gang (array map gang_stats, one entry
+ * per gang number). Written by whichever CPU sees the event; the agent
+ * reads it. The agent starts a new high-water period by bumping
+ * gang_hw_epoch; runnable_hw restarts at the first change after that.
+ */
+struct linger_gang_stats {
+	s64	nr_runnable;	/* member threads runnable now */
+	u64	runnable_hw;	/* most runnable at once since hw_epoch began */
+	u64	hw_epoch;	/* gang_hw_epoch when runnable_hw was last reset */
+	u64	slots;		/* slots the gang was given */
+	u64	partial;	/* slots in which fewer members started than were runnable */
+	u64	displaced;	/* members pushed off their CPU by a higher class */
+	u64	cpu_ns;		/* CPU time of its members */
+	u64	skew_hist[LINGER_HIST_BUCKETS];		/* first to last member start */
+	u64	switch_hist[LINGER_HIST_BUCKETS];	/* slot boundary to first member start */
 };
 
 /*
@@ -54,6 +123,12 @@ enum linger_stat {
 	LINGER_STAT_KEEP_PREV,		/* nothing queued: prev ran on */
 	LINGER_STAT_CLASSIFY,		/* task class (re)computed from its cgroup */
 	LINGER_STAT_RECLASSIFY,		/* queued task moved to its new class's DSQ */
+	LINGER_STAT_GANG_SWITCH,	/* slot boundary that changed the running gangs */
+	LINGER_STAT_GANG_DISPATCH,	/* gang member moved to a CPU */
+	LINGER_STAT_GANG_KICK,		/* CPU kicked to make room for a waking member */
+	LINGER_STAT_GANG_NO_ROOM,	/* waking member found no CPU to take */
+	LINGER_STAT_GANG_DISPLACED,	/* member pushed off by a higher sched class */
+	LINGER_STAT_BACKFILL,		/* non-gang task ran on a CPU during a gang slot */
 	LINGER_NR_STATS,
 };
 
@@ -63,5 +138,7 @@ enum linger_stat {
 #define LINGER_DEFAULT_GUARD_INTERVAL_MS	2000ULL
 #define LINGER_DEFAULT_GUARD_SLICE_US		1000ULL
 #define LINGER_DEFAULT_WATCHDOG_MS		30000ULL
+#define LINGER_DEFAULT_SLOT_MS			100ULL
+#define LINGER_DEFAULT_OPEN_PCT			10ULL
 
 #endif /* __SCX_LINGER_INTF_H */

@@ -112,7 +112,6 @@ static u64 *class_vtime_now(u32 class)
 #include "stats.bpf.h"
 #include "classify.bpf.h"
 #include "preempt.bpf.h"
-#include "guard.bpf.h"
 #include "weight.bpf.h"
 
 /*
@@ -186,14 +185,21 @@ static bool dsq_head_before(u64 dsq, u64 vtime)
 	return before;
 }
 
+#include "gang.bpf.h"
+#include "guard.bpf.h"
 #include "reclassify.bpf.h"
 
 s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
-	u32 class = task_class(p, lookup_task_ctx(p));
+	struct task_ctx *tctx = lookup_task_ctx(p);
+	u32 class = task_class(p, tctx);
 	bool is_idle = false;
 	s32 cpu;
+
+	/* Gang members are placed by enqueue(), in step with their slot. */
+	if (sched_gang(tctx))
+		return prev_cpu;
 
 	/*
 	 * The kernel's default idle-CPU search prefers prev_cpu, then an idle
@@ -231,8 +237,15 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	u32 class = task_class(p, tctx);
+	u32 gang = sched_gang(tctx);
 	s32 cpu;
 
+	if (tctx)
+		gang_count_runnable(tctx);
+	if (gang && tctx) {
+		gang_enqueue(p, tctx, gang, enq_flags);
+		return;
+	}
 	if (class == LINGER_CLASS_PRIMARY) {
 		/*
 		 * A primary that can only run on the CPU it is on gains nothing
@@ -284,11 +297,15 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	struct cpu_ctx *cctx = lookup_cpu_ctx();
 	u64 now = scx_bpf_now();
 	struct task_ctx *tctx = NULL;
+	bool prev_ordinary = false;
+
+	gang_cpu_dispatching(cpu);
 
 	/* Starved guests first, but only as often as the guard allows. */
 	if (cctx && guard_due(cctx, now)) {
 		cctx->grant_pending = true;
-		if (scx_bpf_dsq_move_to_local(LINGER_CLASS_GUEST, 0)) {
+		if (scx_bpf_dsq_move_to_local(LINGER_CLASS_GUEST, 0) ||
+		    guard_grant_guest_gang()) {
 			cctx->last_grant = now;
 			guard_note_guest_dispatch(now);
 			stat_inc(LINGER_STAT_GUARD_GRANT);
@@ -297,22 +314,31 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 		cctx->grant_pending = false;
 	}
 
-	/* Labels changed: re-sort the tasks already waiting. */
+	/* Labels or the gang table changed: re-sort the tasks already waiting. */
 	reclassify_queued();
 
-	/*
-	 * A primary that is still runnable keeps its CPU unless a primary with
-	 * a smaller vtime waits: fair among primaries, and never handed to a
-	 * guest (strict priority covers the task on the CPU too).
-	 */
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
 		tctx = lookup_task_ctx(prev);
-		if ((!tctx || tctx->class == LINGER_CLASS_PRIMARY) &&
-		    !dsq_head_before(LINGER_CLASS_PRIMARY,
-				     charged_vtime(prev, tctx, false))) {
-			keep_running(prev, tctx, cpu);
-			return;
-		}
+		/* An ordinary primary: not a guest, not a member of a slotted gang. */
+		prev_ordinary = (!tctx || tctx->class == LINGER_CLASS_PRIMARY) &&
+				!sched_gang(tctx);
+	} else {
+		prev = NULL;
+	}
+
+	/* In a gang slot, the slot's primary gangs come first. */
+	if (!gang_open && gang_dispatch(LINGER_CLASS_PRIMARY, cpu, prev, tctx, now))
+		return;
+
+	/*
+	 * An ordinary primary that is still runnable keeps its CPU unless a
+	 * primary with a smaller vtime waits: fair among primaries, and never
+	 * handed to a guest (strict priority covers the task on the CPU too).
+	 */
+	if (prev_ordinary &&
+	    !dsq_head_before(LINGER_CLASS_PRIMARY, charged_vtime(prev, tctx, false))) {
+		keep_running(prev, tctx, cpu);
+		return;
 	}
 
 	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_PRIMARY, 0)) {
@@ -321,11 +347,14 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	}
 
 	/* The head was not for this CPU: a runnable primary still wins. */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) &&
-	    (!tctx || tctx->class == LINGER_CLASS_PRIMARY)) {
+	if (prev_ordinary) {
 		keep_running(prev, tctx, cpu);
 		return;
 	}
+
+	/* The open phase: the next primary gang fills what ordinary work leaves. */
+	if (gang_open && gang_dispatch(LINGER_CLASS_PRIMARY, cpu, prev, tctx, now))
+		return;
 
 	/*
 	 * No primary for this CPU. Announce that it is about to run a guest,
@@ -337,6 +366,9 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 		stat_inc(LINGER_STAT_DISPATCH_PRIMARY);
 		return;
 	}
+	/* Guests: those in the slot's guest gangs first, then the rest. */
+	if (gang_dispatch(LINGER_CLASS_GUEST, cpu, prev, tctx, now))
+		return;
 	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_GUEST, 0)) {
 		guard_note_guest_dispatch(now);
 		stat_inc(LINGER_STAT_DISPATCH_GUEST);
@@ -345,18 +377,22 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 
 	/*
 	 * Nothing is waiting. If the previous task still wants the CPU, let it
-	 * run another slice instead of going through the idle loop. It keeps
-	 * running without a new running() call, so fix the CPU's mark here.
+	 * run another slice instead of going through the idle loop (unless it
+	 * is a gang member whose slot is over). It keeps running without a
+	 * new running() call, so fix the CPU's mark here.
 	 */
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
-		keep_running(prev, lookup_task_ctx(prev), cpu);
+	if (prev && !waits_for_slot(tctx))
+		keep_running(prev, tctx, cpu);
 }
 
 void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
+	u32 class = task_class(p, tctx);
 	u64 floor = *class_vtime_now(class) - class_slice(class);
+
+	if (tctx)
+		gang_count_runnable(tctx);
 
 	/*
 	 * A task waking from sleep may bank at most one slice of vtime over
@@ -389,6 +425,7 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 
 	/* Only a guest that is not on a guard grant may be kicked off. */
 	mark_guest_cpu(scx_bpf_task_cpu(p), class == LINGER_CLASS_GUEST && !granted);
+	gang_note_running(scx_bpf_task_cpu(p), tctx, scx_bpf_now());
 
 	/* The class clock follows the vtime of whatever starts running. */
 	if (time_before(*clock, p->scx.dsq_vtime))
@@ -400,6 +437,7 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
 	p->scx.dsq_vtime = charged_vtime(p, tctx, true);
+	gang_note_stopping(scx_bpf_task_cpu(p), tctx, scx_bpf_now());
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->granted) {
@@ -407,6 +445,32 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 		if (time_before(p->scx.dsq_vtime, guest_vtime_tail))
 			p->scx.dsq_vtime = guest_vtime_tail + 1;
 	}
+}
+
+void BPF_STRUCT_OPS(linger_quiescent, struct task_struct *p, u64 deq_flags)
+{
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	if (tctx)
+		gang_uncount_runnable(tctx);
+}
+
+/*
+ * A higher sched class (RT, deadline, stop) takes this CPU. Tasks waiting
+ * in its local DSQ, and the one it ran, would wait until the CPU comes
+ * back: send them through enqueue() again. For a gang member that means
+ * moving to another CPU, so the gang keeps running together (as the
+ * kernel's scx_pair example reacts for its pairs).
+ */
+void BPF_STRUCT_OPS(linger_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
+{
+	gang_cpu_released(cpu, true);
+	scx_bpf_reenqueue_local();
+}
+
+void BPF_STRUCT_OPS(linger_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
+{
+	gang_cpu_released(cpu, false);
 }
 
 void BPF_STRUCT_OPS(linger_enable, struct task_struct *p)
@@ -449,7 +513,7 @@ void BPF_STRUCT_OPS(linger_cgroup_move, struct task_struct *p,
 
 s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 {
-	u32 class;
+	u32 class, g;
 	s32 ret;
 
 	for (class = 0; class < LINGER_NR_CLASSES; class++) {
@@ -459,7 +523,20 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 			return ret;
 		}
 	}
-	return init_guest_cpus();
+	bpf_for(g, 0, LINGER_MAX_GANGS) {
+		ret = scx_bpf_create_dsq(GANG_DSQ(g), -1);
+		if (ret) {
+			scx_bpf_error("failed to create gang DSQ %u: %d", g, ret);
+			return ret;
+		}
+	}
+	ret = init_guest_cpus();
+	if (ret)
+		return ret;
+	ret = gang_timer_init();
+	if (ret)
+		scx_bpf_error("failed to start the gang slot timer: %d", ret);
+	return ret;
 }
 
 void BPF_STRUCT_OPS(linger_exit, struct scx_exit_info *ei)
@@ -474,6 +551,9 @@ SCX_OPS_DEFINE(linger_ops,
 	       .runnable	= (void *)linger_runnable,
 	       .running		= (void *)linger_running,
 	       .stopping	= (void *)linger_stopping,
+	       .quiescent	= (void *)linger_quiescent,
+	       .cpu_release	= (void *)linger_cpu_release,
+	       .cpu_acquire	= (void *)linger_cpu_acquire,
 	       .enable		= (void *)linger_enable,
 	       .init_task	= (void *)linger_init_task,
 	       .cgroup_init	= (void *)linger_cgroup_init,

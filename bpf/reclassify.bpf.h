@@ -7,9 +7,11 @@
  * classify.bpf.h), but a guest that is waiting in the guest DSQ under full
  * primary load has no next event until the starvation guard reaches it,
  * which may be seconds. So after the agent bumps label_gen, or a task
- * moves between cgroups, the first CPU
- * to dispatch walks both class DSQs once and moves every task whose class
- * changed into its new class's DSQ, level with the new class's clock. Running tasks pick up the change when their slice ends.
+ * moves between cgroups, the first CPU to dispatch walks the DSQs once and
+ * moves every task whose class changed into its new class's DSQ, level
+ * with the new class's clock. The same holds when the gang table gives a
+ * gang a slot or takes it away.
+ * Running tasks pick up the change when their slice ends.
  */
 #ifndef __SCX_LINGER_RECLASSIFY_BPF_H
 #define __SCX_LINGER_RECLASSIFY_BPF_H
@@ -32,34 +34,52 @@ int BPF_PROG(linger_cgroup_attach, struct cgroup *dst, const char *path,
 /* label_gen + move_gen when the queued tasks were last sorted. */
 static u64 swept_gen;
 
-static void reclassify_dsq(u32 from)
+/*
+ * Move every task queued on @from that belongs elsewhere now: another
+ * class's DSQ (level with that class's clock), its gang's DSQ (the gang
+ * got a slot), or back to its class's (its gang lost its slot or label).
+ * Class DSQs are ordered by vtime, gang DSQs are FIFO.
+ */
+static void reclassify_dsq(u64 from)
 {
 	struct task_struct *p;
 
+	if (!scx_bpf_dsq_nr_queued(from))
+		return;
 	bpf_for_each(scx_dsq, p, from, 0) {
 		struct task_ctx *tctx = lookup_task_ctx(p);
 		u32 class = task_class(p, tctx);
+		u64 to = task_dsq(tctx, class);
+		bool moved;
 
-		if (class == from || class >= LINGER_NR_CLASSES)
+		if (to == from || class >= LINGER_NR_CLASSES)
 			continue;
-		scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
-					   task_queue_vtime(p, tctx, class));
 		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, class_slice(class));
-		if (scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, class, 0))
+		if (to >= LINGER_GANG_DSQ_BASE) {
+			moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, to, 0);
+		} else {
+			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
+						   task_queue_vtime(p, tctx, class));
+			moved = scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, to, 0);
+		}
+		if (moved)
 			stat_inc(LINGER_STAT_RECLASSIFY);
 	}
 }
 
 static void reclassify_queued(void)
 {
-	/* Both only grow, so their sum changes whenever either does. */
-	u64 gen = label_gen + move_gen, seen = swept_gen;
+	/* All only grow, so their sum changes whenever any does. */
+	u64 gen = label_gen + move_gen + gang_sched_gen, seen = swept_gen;
+	u32 g;
 
 	/* Cheap when nothing changed; one CPU claims each generation. */
 	if (gen == seen || __sync_val_compare_and_swap(&swept_gen, seen, gen) != seen)
 		return;
 	reclassify_dsq(LINGER_CLASS_GUEST);
 	reclassify_dsq(LINGER_CLASS_PRIMARY);
+	bpf_for(g, 0, LINGER_MAX_GANGS)
+		reclassify_dsq(GANG_DSQ(g));
 }
 
 #endif /* __SCX_LINGER_RECLASSIFY_BPF_H */

@@ -8,7 +8,7 @@
 //! cgroup xattrs, so the agent scans the tree and hands the BPF side one
 //! entry per labelled cgroup (see classify.bpf.h for the other half).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 
@@ -21,6 +21,9 @@ use crate::config::Config;
 pub const TRUSTED_XATTR: &str = "trusted.scx_linger.class";
 /// A delegated cgroup owner's label: can only demote to guest.
 pub const USER_XATTR: &str = "user.scx_linger.class";
+/// A gang's slot length in ms, beside the class label of the same namespace.
+pub const TRUSTED_SLOT_XATTR: &str = "trusted.scx_linger.slot_ms";
+pub const USER_SLOT_XATTR: &str = "user.scx_linger.slot_ms";
 
 /// Longest label value we read; a class name is a few bytes.
 const MAX_LABEL_LEN: usize = 64;
@@ -103,6 +106,8 @@ pub struct Resolved {
     pub source: Source,
     /// The class comes from this cgroup's own labels (it goes in the map).
     pub own: bool,
+    /// For a gang's own label: the slot length its label asks for.
+    pub slot_ms: Option<u32>,
     pub warnings: Vec<String>,
 }
 
@@ -123,11 +128,15 @@ pub fn scan(mount: &Path, cfg: &Config) -> Result<Vec<Cgroup>> {
         };
         let cpu_idle = cfg.honor_cpu_idle
             && std::fs::read_to_string(dir.join("cpu.idle")).is_ok_and(|s| s.trim() == "1");
+        let rule = cfg.rule_for(&rel);
         let facts = Facts {
             trusted: read_label(&dir, TRUSTED_XATTR),
             user: read_label(&dir, USER_XATTR),
-            rule: cfg.rule_for(&rel).map(|r| (r.class, r.pattern.clone())),
+            rule: rule.map(|r| (r.class, r.pattern.clone())),
             cpu_idle,
+            trusted_slot: read_label(&dir, TRUSTED_SLOT_XATTR),
+            user_slot: read_label(&dir, USER_SLOT_XATTR),
+            rule_slot: rule.and_then(|r| r.slot_ms),
         };
         out.push(Cgroup {
             rel: rel.clone(),
@@ -191,6 +200,11 @@ pub fn resolve_all(cgroups: &[Cgroup], default: Class) -> Vec<Resolved> {
                 Some((cl, _)) => (*cl, Source::Inherited(parent.to_string())),
             }
         };
+        let mut warnings = label_warnings(&c.facts);
+        let slot_ms = match (&own, class.is_gang()) {
+            (Some((_, src)), true) => own_slot_ms(&c.facts, src, &mut warnings),
+            _ => None,
+        };
         done.insert(&c.rel, (class, source.clone()));
         out.push(Resolved {
             rel: c.rel.clone(),
@@ -198,19 +212,36 @@ pub fn resolve_all(cgroups: &[Cgroup], default: Class) -> Vec<Resolved> {
             class,
             source,
             own: own.is_some(),
-            warnings: label_warnings(&c.facts),
+            slot_ms,
+            warnings,
         });
     }
     out
 }
 
-/// The map the BPF side needs: one entry per cgroup with its own label.
-pub fn bpf_entries(resolved: &[Resolved]) -> BTreeMap<u64, Class> {
-    resolved
-        .iter()
-        .filter(|r| r.own)
-        .map(|r| (r.id, r.class))
-        .collect()
+/// A gang's slot length from the same place as its class label; a value
+/// that does not parse is reported and the default used.
+fn own_slot_ms(f: &Facts, source: &Source, warnings: &mut Vec<String>) -> Option<u32> {
+    let raw = match source {
+        Source::Trusted => f.trusted_slot.as_deref(),
+        Source::User => f.user_slot.as_deref(),
+        Source::Config(_) => return f.rule_slot,
+        _ => None,
+    }?;
+    match raw
+        .parse::<u64>()
+        .map_err(anyhow::Error::from)
+        .and_then(crate::gang::check_slot_ms)
+    {
+        Ok(ms) => Some(ms),
+        Err(e) => {
+            let shown: String = raw.chars().take(20).collect();
+            warnings.push(format!(
+                "slot_ms {shown:?} ignored ({e:#}): the default slot applies"
+            ));
+            None
+        }
+    }
 }
 
 #[cfg(test)]
@@ -269,10 +300,13 @@ mod tests {
         assert_eq!(class_of(&r, "jobs/b").class, Class::Primary);
         assert_eq!(class_of(&r, "system.slice").source, Source::Default);
         assert_eq!(class_of(&r, "users/u1").class, Class::Guest);
-        let map = bpf_entries(&r);
-        assert_eq!(map.len(), 3);
-        assert_eq!(map[&2], Class::Guest);
-        assert_eq!(map[&5], Class::Primary);
+        let own: Vec<(u64, Class)> = r
+            .iter()
+            .filter(|x| x.own)
+            .map(|x| (x.id, x.class))
+            .collect();
+        assert_eq!(own.len(), 3);
+        assert!(own.contains(&(2, Class::Guest)) && own.contains(&(5, Class::Primary)));
     }
 
     #[test]
@@ -282,7 +316,7 @@ mod tests {
         assert_eq!(class_of(&r, "").class, Class::Primary);
         assert_eq!(class_of(&r, "svc").class, Class::Guest);
         assert!(
-            bpf_entries(&r).is_empty(),
+            r.iter().all(|x| !x.own),
             "the default is a BPF tunable, not entries"
         );
     }

@@ -13,34 +13,57 @@
 //!   for background work) is a guest unless labelled otherwise;
 //! - anything else inherits from its parent; the root cgroup, which holds
 //!   kernel threads and the system itself, is always primary.
+//!
+//! A gang (a parallel job whose threads are co-scheduled) is primary work;
+//! a guest gang is co-scheduled too, but only in what primaries leave
+//! idle, so for the who-may-label rules it counts as a guest.
 
 use std::fmt;
 use std::str::FromStr;
 
 use crate::bpf_intf;
 
-/// A scheduling class. Values match enum linger_class in bpf/intf.h.
+/// A scheduling class as operators label it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Class {
     Primary,
     Guest,
+    /// A parallel job of primary work, co-scheduled in time slots.
+    Gang,
+    /// A parallel job co-scheduled in the capacity primaries leave idle.
+    GuestGang,
 }
 
 impl Class {
-    pub const NAMES: &'static str = "primary, guest";
+    pub const NAMES: &'static str = "primary, guest, gang, guest-gang";
 
-    /// The number the BPF side uses for this class.
+    /// The tier the BPF side schedules it in (enum linger_class in
+    /// bpf/intf.h): a gang is primary work, a guest gang guest work.
     pub fn bpf_value(self) -> u32 {
-        match self {
-            Class::Primary => bpf_intf::linger_class_LINGER_CLASS_PRIMARY,
+        match self.tier() {
             Class::Guest => bpf_intf::linger_class_LINGER_CLASS_GUEST,
+            _ => bpf_intf::linger_class_LINGER_CLASS_PRIMARY,
         }
+    }
+
+    /// Primary or Guest: which of the two strict-priority tiers.
+    pub fn tier(self) -> Class {
+        match self {
+            Class::Primary | Class::Gang => Class::Primary,
+            Class::Guest | Class::GuestGang => Class::Guest,
+        }
+    }
+
+    pub fn is_gang(self) -> bool {
+        matches!(self, Class::Gang | Class::GuestGang)
     }
 
     pub fn name(self) -> &'static str {
         match self {
             Class::Primary => "primary",
             Class::Guest => "guest",
+            Class::Gang => "gang",
+            Class::GuestGang => "guest-gang",
         }
     }
 }
@@ -71,6 +94,8 @@ impl FromStr for Class {
         match s.trim() {
             "primary" => Ok(Class::Primary),
             "guest" => Ok(Class::Guest),
+            "gang" => Ok(Class::Gang),
+            "guest-gang" => Ok(Class::GuestGang),
             _ => Err(UnknownClass(s.to_string())),
         }
     }
@@ -120,6 +145,11 @@ pub struct Facts {
     pub rule: Option<(Class, String)>,
     /// `cpu.idle` reads 1.
     pub cpu_idle: bool,
+    /// `trusted.scx_linger.slot_ms` / `user.scx_linger.slot_ms`: raw values.
+    pub trusted_slot: Option<String>,
+    pub user_slot: Option<String>,
+    /// The slot length of the matching config rule, if it gives one.
+    pub rule_slot: Option<u32>,
 }
 
 /// The class a cgroup's own labels give it, if any (not inherited).
@@ -127,16 +157,19 @@ pub fn own_class(f: &Facts) -> Option<(Class, Source)> {
     if let Some(Ok(c)) = f.trusted.as_deref().map(Class::from_str) {
         return Some((c, Source::Trusted));
     }
-    // A user label counts only as a demotion.
-    let user_demotes = f.user.as_deref().map(Class::from_str) == Some(Ok(Class::Guest));
+    // A user label counts only as a demotion (guest or guest-gang).
+    let user_demotion = match f.user.as_deref().map(Class::from_str) {
+        Some(Ok(c)) if c.tier() == Class::Guest => Some(c),
+        _ => None,
+    };
     if let Some((class, pattern)) = &f.rule {
-        if user_demotes && *class == Class::Primary {
-            return Some((Class::Guest, Source::User));
+        if let (Some(u), Class::Primary) = (user_demotion, class.tier()) {
+            return Some((u, Source::User));
         }
         return Some((*class, Source::Config(pattern.clone())));
     }
-    if user_demotes {
-        return Some((Class::Guest, Source::User));
+    if let Some(u) = user_demotion {
+        return Some((u, Source::User));
     }
     if f.cpu_idle {
         return Some((Class::Guest, Source::CpuIdle));
@@ -153,9 +186,9 @@ pub fn label_warnings(f: &Facts) -> Vec<String> {
     }
     match f.user.as_deref().map(Class::from_str) {
         Some(Err(e)) => w.push(format!("user. label ignored: {e}")),
-        Some(Ok(Class::Primary)) => {
-            w.push("user. label \"primary\" ignored: user labels can only demote to guest".into())
-        }
+        Some(Ok(c)) if c.tier() == Class::Primary => w.push(format!(
+            "user. label \"{c}\" ignored: user labels can only demote to guest or guest-gang"
+        )),
         _ => {}
     }
     w
@@ -171,6 +204,7 @@ mod tests {
             user: user.map(str::to_string),
             rule: rule.map(|c| (c, "pat".to_string())),
             cpu_idle: idle,
+            ..Facts::default()
         }
     }
 
@@ -247,5 +281,23 @@ mod tests {
     fn bpf_values_match_intf_h() {
         assert_eq!(Class::Primary.bpf_value(), 0);
         assert_eq!(Class::Guest.bpf_value(), 1);
+        assert_eq!(Class::Gang.bpf_value(), 0);
+        assert_eq!(Class::GuestGang.bpf_value(), 1);
+    }
+
+    #[test]
+    fn gangs_parse_and_a_user_may_only_make_a_guest_gang() {
+        assert_eq!("gang".parse(), Ok(Class::Gang));
+        assert_eq!("guest-gang".parse(), Ok(Class::GuestGang));
+        assert_eq!(
+            own_class(&facts(None, Some("guest-gang"), None, false)),
+            Some((Class::GuestGang, Source::User))
+        );
+        assert_eq!(own_class(&facts(None, Some("gang"), None, false)), None);
+        assert!(label_warnings(&facts(None, Some("gang"), None, false))[0].contains("only demote"));
+        assert_eq!(
+            own_class(&facts(None, Some("guest-gang"), Some(Class::Gang), false)),
+            Some((Class::GuestGang, Source::User))
+        );
     }
 }

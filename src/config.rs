@@ -33,6 +33,8 @@ struct RawConfig {
 struct RawRule {
     cgroup: String,
     class: String,
+    #[serde(default)]
+    slot_ms: Option<u64>,
 }
 
 /// One rule: a glob over cgroup paths relative to the cgroup2 root.
@@ -40,6 +42,8 @@ struct RawRule {
 pub struct Rule {
     pub pattern: String,
     pub class: Class,
+    /// Slot length for a gang rule (None: the agent's default).
+    pub slot_ms: Option<u32>,
     matcher: GlobMatcher,
 }
 
@@ -106,6 +110,9 @@ impl Config {
             None => Class::Primary,
             Some(s) => s.parse().context("default_class")?,
         };
+        if default_class.is_gang() {
+            bail!("default_class = {default_class:?}: a gang is one job, tag its cgroup instead; use primary or guest");
+        }
         let mut rules = Vec::new();
         for (i, r) in raw.rules.iter().enumerate() {
             let class: Class = r
@@ -113,12 +120,23 @@ impl Config {
                 .parse()
                 .with_context(|| format!("rule {} ({:?})", i + 1, r.cgroup))?;
             let pattern = r.cgroup.trim_matches('/').to_string();
-            if pattern.is_empty() && class == Class::Guest {
+            if pattern.is_empty() && class != Class::Primary {
                 bail!(
-                    "rule {} labels the root cgroup guest: the root holds kernel threads and system services; label job cgroups instead",
+                    "rule {} labels the root cgroup {class}: the root holds kernel threads and system services; label job cgroups instead",
                     i + 1
                 );
             }
+            let slot_ms = match r.slot_ms {
+                None => None,
+                Some(_) if !class.is_gang() => bail!(
+                    "rule {} ({:?}): slot_ms applies to gangs only: drop it or make the class gang",
+                    i + 1,
+                    r.cgroup
+                ),
+                Some(ms) => Some(
+                    crate::gang::check_slot_ms(ms).with_context(|| format!("rule {}", i + 1))?,
+                ),
+            };
             let glob: Glob = GlobBuilder::new(&pattern)
                 .literal_separator(true)
                 .build()
@@ -126,6 +144,7 @@ impl Config {
             rules.push(Rule {
                 pattern,
                 class,
+                slot_ms,
                 matcher: glob.compile_matcher(),
             });
         }
@@ -155,6 +174,19 @@ mod tests {
                 Config::from_file(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
             }
         }
+    }
+
+    #[test]
+    fn gang_rules_carry_their_slot() {
+        let cfg = Config::parse(
+            "[[rule]]\ncgroup = \"mpi/*\"\nclass = \"gang\"\nslot_ms = 200\n\
+             [[rule]]\ncgroup = \"omp/*\"\nclass = \"guest-gang\"\n",
+        )
+        .unwrap();
+        let r = cfg.rule_for("mpi/j1").unwrap();
+        assert_eq!((r.class, r.slot_ms), (Class::Gang, Some(200)));
+        let r = cfg.rule_for("omp/j2").unwrap();
+        assert_eq!((r.class, r.slot_ms), (Class::GuestGang, None));
     }
 
     #[test]
@@ -201,6 +233,13 @@ mod tests {
         assert!(err("this is not toml").contains("line 1"));
         let e = err("[[rule]]\ncgroup = \"/\"\nclass = \"guest\"\n");
         assert!(e.contains("root cgroup"), "{e}");
+        let e = err("[[rule]]\ncgroup = \"/\"\nclass = \"gang\"\n");
+        assert!(e.contains("root cgroup"), "{e}");
+        assert!(err(r#"default_class = "gang""#).contains("tag its cgroup"));
+        let e = err("[[rule]]\ncgroup = \"a\"\nclass = \"guest\"\nslot_ms = 50\n");
+        assert!(e.contains("gangs only"), "{e}");
+        let e = err("[[rule]]\ncgroup = \"a\"\nclass = \"gang\"\nslot_ms = 5\n");
+        assert!(e.contains("rule 1") && e.contains("slot"), "{e}");
     }
 
     #[test]

@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
 
-use crate::cgroups::{self, Resolved, TRUSTED_XATTR, USER_XATTR};
+use crate::cgroups::{
+    self, Resolved, TRUSTED_SLOT_XATTR, TRUSTED_XATTR, USER_SLOT_XATTR, USER_XATTR,
+};
 use crate::class::Class;
 use crate::config::Config;
 use crate::preflight::Caps;
@@ -40,9 +42,9 @@ pub fn default_namespace(caps: Caps) -> Namespace {
 
 /// Check that a label may be written at all, before touching anything.
 pub fn check_tag(ns: Namespace, class: Class) -> Result<()> {
-    if ns == Namespace::User && class != Class::Guest {
+    if ns == Namespace::User && class.tier() != Class::Guest {
         bail!(
-            "only root can label a cgroup {class}: a user.-namespace label can only demote to guest (run as root, or tag it guest)"
+            "only root can label a cgroup {class}: a user.-namespace label can only demote to guest or guest-gang (run as root, or tag it guest)"
         );
     }
     Ok(())
@@ -55,6 +57,27 @@ fn xattr_name(ns: Namespace) -> &'static str {
     }
 }
 
+fn slot_xattr_name(ns: Namespace) -> &'static str {
+    match ns {
+        Namespace::Trusted => TRUSTED_SLOT_XATTR,
+        Namespace::User => USER_SLOT_XATTR,
+    }
+}
+
+/// Threads in a cgroup and all its descendants.
+fn count_threads(dir: &Path) -> usize {
+    let own = std::fs::read_to_string(dir.join("cgroup.threads")).map_or(0, |s| s.lines().count());
+    let children: usize = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                .map(|e| count_threads(&e.path()))
+                .sum()
+        })
+        .unwrap_or(0);
+    own + children
+}
+
 fn describe_io(e: &std::io::Error, what: &str, dir: &Path) -> anyhow::Error {
     match e.kind() {
         ErrorKind::PermissionDenied => anyhow::anyhow!(
@@ -65,24 +88,59 @@ fn describe_io(e: &std::io::Error, what: &str, dir: &Path) -> anyhow::Error {
     }
 }
 
-pub fn tag(mount: &Path, cgroup: &str, class: &str, ns: Namespace) -> Result<String> {
+pub fn tag(
+    mount: &Path,
+    cgroup: &str,
+    class: &str,
+    slot_ms: Option<u64>,
+    ns: Namespace,
+) -> Result<String> {
     let class: Class = class.parse()?;
     check_tag(ns, class)?;
+    let slot_ms = match slot_ms {
+        Some(_) if !class.is_gang() => {
+            bail!("--slot-ms applies to gangs only: tag the cgroup gang or guest-gang, or drop it")
+        }
+        Some(ms) => Some(crate::gang::check_slot_ms(ms)?),
+        None => None,
+    };
     let (dir, rel) = cgroups::resolve(mount, cgroup)?;
     if rel.is_empty() {
         bail!("the root cgroup holds kernel threads and system services and is always primary: tag a job cgroup below it");
     }
     xattr::set(&dir, xattr_name(ns), class.name().as_bytes())
         .map_err(|e| describe_io(&e, "set a label", &dir))?;
+    // The slot goes with the label; no --slot-ms means the default slot.
+    match slot_ms {
+        Some(ms) => xattr::set(&dir, slot_xattr_name(ns), ms.to_string().as_bytes())
+            .map_err(|e| describe_io(&e, "set the slot length", &dir))?,
+        None => match xattr::remove(&dir, slot_xattr_name(ns)) {
+            Err(e) if e.raw_os_error() != Some(libc::ENODATA) => {
+                return Err(describe_io(&e, "remove the slot length", &dir))
+            }
+            _ => {}
+        },
+    }
     notify_agent();
-    Ok(format!("/{rel}: {class} ({})", xattr_name(ns)))
+    let mut msg = format!("/{rel}: {class} ({})", xattr_name(ns));
+    if let Some(ms) = slot_ms {
+        msg.push_str(&format!(", slot {ms} ms"));
+    }
+    let cpus = crate::rotation::online_cpus() as usize;
+    let threads = count_threads(&dir);
+    if class.is_gang() && threads > cpus {
+        msg.push_str(&format!(
+            "\nwarning: /{rel} has {threads} threads and this node {cpus} CPUs: if more than {cpus} are runnable at once the gang cannot be co-scheduled, and its threads take turns in its slot"
+        ));
+    }
+    Ok(msg)
 }
 
 pub fn untag(mount: &Path, cgroup: &str, caps: Caps) -> Result<String> {
     let (dir, rel) = cgroups::resolve(mount, cgroup)?;
-    let mut names = vec![USER_XATTR];
+    let mut names = vec![USER_XATTR, USER_SLOT_XATTR];
     if caps.has_sys_admin() {
-        names.push(TRUSTED_XATTR);
+        names.extend([TRUSTED_XATTR, TRUSTED_SLOT_XATTR]);
     }
     let mut removed = Vec::new();
     for name in names {
@@ -112,16 +170,19 @@ pub fn ls(mount: &Path, cfg: &Config, all: bool) -> Result<String> {
         .max()
         .unwrap_or(6)
         .clamp(6, 60);
-    let mut out = format!("{:<width$}  {:<7}  SOURCE\n", "CGROUP", "CLASS");
+    let mut out = format!("{:<width$}  {:<10}  SOURCE\n", "CGROUP", "CLASS");
     for r in &resolved {
+        let slot = r
+            .slot_ms
+            .map_or(String::new(), |ms| format!(", slot {ms} ms"));
         out.push_str(&format!(
-            "{:<width$}  {:<7}  {}\n",
+            "{:<width$}  {:<10}  {}{slot}\n",
             format!("/{}", r.rel),
             r.class.name(),
             r.source
         ));
         for w in &r.warnings {
-            out.push_str(&format!("{:<width$}  {:<7}  warning: {w}\n", "", ""));
+            out.push_str(&format!("{:<width$}  {:<10}  warning: {w}\n", "", ""));
         }
     }
     if resolved.is_empty() {
@@ -163,6 +224,8 @@ mod tests {
             .to_string();
         assert!(e.contains("only root") && e.contains("demote"), "{e}");
         assert!(check_tag(Namespace::Trusted, Class::Primary).is_ok());
+        assert!(check_tag(Namespace::User, Class::GuestGang).is_ok());
+        assert!(check_tag(Namespace::User, Class::Gang).is_err());
     }
 
     #[test]

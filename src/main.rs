@@ -11,8 +11,10 @@ mod bpf_skel;
 mod cgroups;
 mod class;
 mod config;
+mod gang;
 mod labels;
 mod preflight;
+mod rotation;
 mod scheduler;
 mod stats;
 
@@ -29,6 +31,7 @@ use log::{debug, info, warn};
 use class::Class;
 use config::Config;
 use preflight::Caps;
+use rotation::Rotation;
 use scheduler::{Exit, Scheduler, Tunables};
 use stats::Counters;
 
@@ -50,8 +53,11 @@ enum Command {
     /// Label a cgroup (path relative to the cgroup2 mount, or absolute).
     Tag {
         cgroup: String,
-        /// primary or guest.
+        /// primary, guest, gang (a co-scheduled parallel job) or guest-gang.
         class: String,
+        /// A gang's time slot in ms (default: the agent's --slot-ms).
+        #[arg(long)]
+        slot_ms: Option<u64>,
         /// Write the user. label even as root (it can only demote).
         #[arg(long)]
         user: bool,
@@ -104,6 +110,19 @@ struct RunArgs {
           value_parser = clap::value_parser!(u64).range(50..=60_000))]
     rescan_ms: u64,
 
+    /// Default gang time slot, in ms (a gang's label may set its own).
+    /// Gangs that fit on the CPUs together share a slot.
+    #[arg(long, default_value_t = gang::DEFAULT_SLOT_MS as u64,
+          value_parser = clap::value_parser!(u64).range(10..=1000))]
+    slot_ms: u64,
+
+    /// Share of each gang cycle, in percent, in which ordinary (non-gang)
+    /// primary work comes before gangs. Outside it, ordinary work uses the
+    /// CPUs the running gangs leave free.
+    #[arg(long, default_value_t = gang::DEFAULT_OPEN_PCT,
+          value_parser = clap::value_parser!(u32).range(1..=50))]
+    gang_open_pct: u32,
+
     /// Print the scheduler's event counters every N seconds (0: never).
     #[arg(long, default_value_t = 0)]
     stats: u64,
@@ -125,6 +144,7 @@ fn main() -> ExitCode {
         Command::Tag {
             cgroup,
             class,
+            slot_ms,
             user,
         } => {
             let ns = if user {
@@ -133,7 +153,7 @@ fn main() -> ExitCode {
                 labels::default_namespace(Caps::current())
             };
             cgroups::cgroup2_mount()
-                .and_then(|m| labels::tag(&m, &cgroup, &class, ns))
+                .and_then(|m| labels::tag(&m, &cgroup, &class, slot_ms, ns))
                 .map(print_ok)
         }
         Command::Untag { cgroup } => cgroups::cgroup2_mount()
@@ -221,12 +241,16 @@ fn run(args: &RunArgs) -> Result<Exit> {
     if let Some(p) = &cfg.path {
         info!("config {} ({} rules)", p.display(), cfg.rules.len());
     }
-    sync_labels(&mut sched, &mount, &cfg);
+    let mut rotation = Rotation::new(Duration::from_millis(args.slot_ms), args.gang_open_pct);
+    sync_labels(&mut sched, &mut rotation, &mount, &cfg);
     println!("scx_linger: scheduler enabled");
 
     let rescan_every = Duration::from_millis(args.rescan_ms);
     let stats_every = Duration::from_secs(args.stats);
     let mut next_rescan = Instant::now() + rescan_every;
+    // Gang sizes come from BPF's counts, which follow a label change at
+    // the members' next scheduling events: repack soon after one.
+    let mut next_repack = Instant::now() + Duration::from_millis(200);
     let mut next_stats = Instant::now() + stats_every;
     let mut last = Counters::default();
     let mut requested = false;
@@ -246,8 +270,16 @@ fn run(args: &RunArgs) -> Result<Exit> {
         }
         let now = Instant::now();
         if now >= next_rescan {
-            sync_labels(&mut sched, &mount, &cfg);
+            if sync_labels(&mut sched, &mut rotation, &mount, &cfg) {
+                next_repack = next_repack.min(now + Duration::from_millis(200));
+            }
             next_rescan = now + rescan_every;
+        }
+        if now >= next_repack || rotation.unslotted_runnable(&sched) {
+            if let Err(e) = rotation.update(&mut sched) {
+                warn!("gang table update failed, keeping the previous one: {e:#}");
+            }
+            next_repack = now + rescan_every;
         }
         if args.stats > 0 && now >= next_stats {
             next_stats = now + stats_every;
@@ -267,31 +299,39 @@ fn run(args: &RunArgs) -> Result<Exit> {
 }
 
 /// Rescan the cgroup tree and hand the labels to BPF. A failure keeps the
-/// labels BPF already has: scheduling never waits on the agent.
-fn sync_labels(sched: &mut Scheduler, mount: &Path, cfg: &Config) {
+/// labels BPF already has: scheduling never waits on the agent. Returns
+/// true if any label changed.
+fn sync_labels(sched: &mut Scheduler, rotation: &mut Rotation, mount: &Path, cfg: &Config) -> bool {
     let started = Instant::now();
     let result = cgroups::scan(mount, cfg).and_then(|cgs| {
         let resolved = cgroups::resolve_all(&cgs, cfg.default_class);
-        let want = cgroups::bpf_entries(&resolved);
+        let want = rotation.label_entries(&resolved);
         let changed = sched.sync_labels(&want)?;
-        Ok((cgs.len(), want, changed))
+        let count = |c: Class| resolved.iter().filter(|r| r.own && r.class == c).count();
+        let counts = [Class::Primary, Class::Guest, Class::Gang, Class::GuestGang]
+            .map(|c| format!("{} {c}", count(c)))
+            .join(", ");
+        Ok((cgs.len(), want.len(), counts, changed))
     });
     match result {
-        Ok((n, want, changed)) if changed > 0 => {
-            let guests = want.values().filter(|c| **c == Class::Guest).count();
+        Ok((n, labelled, counts, changed)) if changed > 0 => {
             info!(
-                "labels: {} labelled cgroups ({} guest, {} primary) of {n}; {changed} changed in {:?}",
-                want.len(),
-                guests,
-                want.len() - guests,
+                "labels: {labelled} labelled cgroups ({counts}) of {n}; {changed} changed in {:?}",
                 started.elapsed()
             );
+            true
         }
-        Ok((n, _, _)) => debug!(
-            "labels: {n} cgroups scanned, no change, {:?}",
-            started.elapsed()
-        ),
-        Err(e) => warn!("label scan failed, keeping the previous labels: {e:#}"),
+        Ok((n, ..)) => {
+            debug!(
+                "labels: {n} cgroups scanned, no change, {:?}",
+                started.elapsed()
+            );
+            false
+        }
+        Err(e) => {
+            warn!("label scan failed, keeping the previous labels: {e:#}");
+            false
+        }
     }
 }
 

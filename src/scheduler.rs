@@ -18,9 +18,54 @@ use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
 use log::info;
 use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
 
+use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::class::Class;
+use crate::gang::{Table, MAX_GANGS};
 use crate::stats::Counters;
+
+/// A cgrp_class entry: the cgroup's tier and its gang (number + 1, 0 for
+/// none), as struct linger_label in bpf/intf.h.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Label {
+    pub class: Class,
+    pub gang: u32,
+}
+
+impl Label {
+    fn to_bytes(self) -> Vec<u8> {
+        let v = bpf_intf::linger_label {
+            class: self.class.bpf_value(),
+            gang: self.gang,
+        };
+        pod_bytes(&v).to_vec()
+    }
+}
+
+/// The bytes of a plain-old-data struct shared with BPF (bpf/intf.h).
+fn pod_bytes<T: Copy>(v: &T) -> &[u8] {
+    // SAFETY: only used on bindgen structs of integers, whose padding the
+    // BPF side never reads.
+    unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
+}
+
+/// Volatile read-modify-write of a u64/u32 in the mmapped .bss.
+macro_rules! bss_update {
+    ($skel:expr, $field:ident, |$v:ident| $e:expr) => {{
+        let bss = $skel
+            .maps
+            .bss_data
+            .as_mut()
+            .context("BPF object has no .bss")?;
+        // SAFETY: the field lives in the .bss map shared with BPF; volatile
+        // accesses make each write visible to the BPF side as one store.
+        unsafe {
+            let p = std::ptr::addr_of_mut!(bss.$field);
+            let $v = std::ptr::read_volatile(p);
+            std::ptr::write_volatile(p, $e);
+        }
+    }};
+}
 
 /// Settings the BPF side reads at load time (see bpf/main.bpf.c).
 #[derive(Debug, Clone)]
@@ -36,8 +81,10 @@ pub struct Tunables {
 pub struct Scheduler<'obj> {
     skel: BpfSkel<'obj>,
     link: Option<Link>,
-    /// What the cgrp_class map holds now (cgroup id -> class).
-    labels: BTreeMap<u64, Class>,
+    /// What the cgrp_class map holds now (cgroup id -> label).
+    labels: BTreeMap<u64, Label>,
+    /// The gang table BPF rotates through now.
+    table: Table,
 }
 
 /// How a run ended.
@@ -91,6 +138,7 @@ impl<'obj> Scheduler<'obj> {
             skel,
             link: Some(link),
             labels: BTreeMap::new(),
+            table: Table::default(),
         })
     }
 
@@ -103,17 +151,13 @@ impl<'obj> Scheduler<'obj> {
     /// every task re-derives its class at its next scheduling event.
     /// Returns how many entries changed. A failed update leaves the old
     /// generation in place: BPF keeps using what it had.
-    pub fn sync_labels(&mut self, want: &BTreeMap<u64, Class>) -> Result<usize> {
+    pub fn sync_labels(&mut self, want: &BTreeMap<u64, Label>) -> Result<usize> {
         let map = &self.skel.maps.cgrp_class;
         let mut changed = 0;
-        for (id, class) in want {
-            if self.labels.get(id) != Some(class) {
-                map.update(
-                    &id.to_ne_bytes(),
-                    &class.bpf_value().to_ne_bytes(),
-                    MapFlags::ANY,
-                )
-                .with_context(|| format!("writing the label of cgroup {id}"))?;
+        for (id, label) in want {
+            if self.labels.get(id) != Some(label) {
+                map.update(&id.to_ne_bytes(), &label.to_bytes(), MapFlags::ANY)
+                    .with_context(|| format!("writing the label of cgroup {id}"))?;
                 changed += 1;
             }
         }
@@ -130,20 +174,78 @@ impl<'obj> Scheduler<'obj> {
         }
         self.labels = want.clone();
         if changed > 0 {
-            let bss = self
-                .skel
-                .maps
-                .bss_data
-                .as_mut()
-                .context("BPF object has no .bss")?;
-            // SAFETY: label_gen lives in the mmapped .bss shared with BPF;
-            // a volatile write makes it visible to the BPF side as is.
-            unsafe {
-                let p = std::ptr::addr_of_mut!(bss.label_gen);
-                std::ptr::write_volatile(p, std::ptr::read_volatile(p).wrapping_add(1));
-            }
+            bss_update!(self.skel, label_gen, |g| g.wrapping_add(1));
         }
         Ok(changed)
+    }
+
+    /// Hand BPF a new gang table: write the slot it is not reading, then
+    /// flip to it. Returns false if `table` is what it has already.
+    pub fn set_gang_table(&mut self, table: &Table) -> Result<bool> {
+        if *table == self.table {
+            return Ok(false);
+        }
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_ref()
+            .context("BPF object has no .bss")?;
+        // SAFETY: a plain read of a u32 in the shared .bss.
+        let cur = unsafe { std::ptr::read_volatile(std::ptr::addr_of!(bss.gang_table_idx)) } & 1;
+        let next = cur ^ 1;
+        let value = table.to_bpf();
+        self.skel
+            .maps
+            .gang_tables
+            .update(&next.to_ne_bytes(), pod_bytes(&value), MapFlags::ANY)
+            .context("writing the gang table")?;
+        bss_update!(self.skel, gang_table_idx, |_i| next);
+        self.table = table.clone();
+        Ok(true)
+    }
+
+    /// The gang table BPF has now.
+    pub fn gang_table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Per-gang counters for gang numbers 0..MAX_GANGS.
+    pub fn gang_stats(&self) -> Result<Vec<bpf_intf::linger_gang_stats>> {
+        let mut out = Vec::with_capacity(MAX_GANGS);
+        for g in 0..MAX_GANGS as u32 {
+            let raw = self
+                .skel
+                .maps
+                .gang_stats
+                .lookup(&g.to_ne_bytes(), MapFlags::ANY)
+                .context("reading the gang stats map")?
+                .unwrap_or_default();
+            // SAFETY: zeroed is a valid value of this integer-only struct.
+            let mut st: bpf_intf::linger_gang_stats = unsafe { std::mem::zeroed() };
+            let n = raw.len().min(std::mem::size_of_val(&st));
+            // SAFETY: copying at most size_of(st) bytes into st.
+            unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), &mut st as *mut _ as *mut u8, n) };
+            out.push(st);
+        }
+        Ok(out)
+    }
+
+    /// The current high-water period (see struct linger_gang_stats).
+    pub fn gang_hw_epoch(&self) -> u64 {
+        self.skel
+            .maps
+            .bss_data
+            .as_ref()
+            // SAFETY: a plain read of a u64 in the shared .bss.
+            .map(|b| unsafe { std::ptr::read_volatile(std::ptr::addr_of!(b.gang_hw_epoch)) })
+            .unwrap_or(0)
+    }
+
+    /// Start a new runnable high-water period.
+    pub fn next_gang_hw_epoch(&mut self) -> Result<()> {
+        bss_update!(self.skel, gang_hw_epoch, |e| e.wrapping_add(1));
+        Ok(())
     }
 
     /// Sum of the per-CPU event counters.

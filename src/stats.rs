@@ -26,6 +26,12 @@ const NAMES: [(linger_stat, &str); NR_STATS] = [
     (linger_stat_LINGER_STAT_KEEP_PREV, "keep_prev"),
     (linger_stat_LINGER_STAT_CLASSIFY, "classify"),
     (linger_stat_LINGER_STAT_RECLASSIFY, "reclassify"),
+    (linger_stat_LINGER_STAT_GANG_SWITCH, "gang_switch"),
+    (linger_stat_LINGER_STAT_GANG_DISPATCH, "gang_dispatch"),
+    (linger_stat_LINGER_STAT_GANG_KICK, "gang_kick"),
+    (linger_stat_LINGER_STAT_GANG_NO_ROOM, "gang_no_room"),
+    (linger_stat_LINGER_STAT_GANG_DISPLACED, "gang_displaced"),
+    (linger_stat_LINGER_STAT_BACKFILL, "backfill"),
 ];
 
 impl Counters {

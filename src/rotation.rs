@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Keeping the BPF side's gang rotation in step with the gangs on the
+//! node: number the gang labels, size each gang from what BPF counted,
+//! pack them into a slot table (gang.rs) and hand it over; tell the
+//! operator about gangs that cannot be co-scheduled.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+use anyhow::Result;
+use log::{info, warn};
+
+use crate::cgroups::Resolved;
+use crate::gang::{self, GangLabel, GangLoad, Numbers, Sizes};
+use crate::scheduler::{Label, Scheduler};
+
+pub struct Rotation {
+    numbers: Numbers,
+    sizes: Sizes,
+    gangs: Vec<GangLabel>,
+    default_slot: Duration,
+    open_pct: u32,
+    nr_cpus: u32,
+    /// Gangs already reported as too big or as left out.
+    warned_big: HashSet<u64>,
+    warned_full: HashSet<u64>,
+}
+
+impl Rotation {
+    pub fn new(default_slot: Duration, open_pct: u32) -> Rotation {
+        Rotation {
+            numbers: Numbers::default(),
+            sizes: Sizes::default(),
+            gangs: Vec::new(),
+            default_slot,
+            open_pct,
+            nr_cpus: online_cpus(),
+            warned_big: HashSet::new(),
+            warned_full: HashSet::new(),
+        }
+    }
+
+    /// The cgrp_class entries for the cgroups with their own label, gangs
+    /// numbered. A gang beyond the 64 the table holds runs as ordinary
+    /// work of its tier (and is reported once).
+    pub fn label_entries(&mut self, resolved: &[Resolved]) -> BTreeMap<u64, Label> {
+        self.gangs = resolved
+            .iter()
+            .filter(|r| r.own && r.class.is_gang())
+            .map(|r| GangLabel {
+                id: r.id,
+                rel: r.rel.clone(),
+                class: r.class,
+                slot_ms: r.slot_ms,
+            })
+            .collect();
+        for rel in self.numbers.assign(&self.gangs) {
+            if let Some(g) = self.gangs.iter().find(|g| g.rel == rel) {
+                if self.warned_full.insert(g.id) {
+                    warn!(
+                        "gang /{rel}: the slot table is full ({} gangs): it runs as ordinary {} work until a gang ends",
+                        gang::MAX_GANGS,
+                        g.class.tier()
+                    );
+                }
+            }
+        }
+        let live: HashSet<u64> = self.gangs.iter().map(|g| g.id).collect();
+        self.warned_full.retain(|id| live.contains(id));
+        self.warned_big.retain(|id| live.contains(id));
+        resolved
+            .iter()
+            .filter(|r| r.own)
+            .map(|r| {
+                let gang = if r.class.is_gang() {
+                    self.numbers.get(r.id).map_or(0, |n| n as u32 + 1)
+                } else {
+                    0
+                };
+                (
+                    r.id,
+                    Label {
+                        class: r.class.tier(),
+                        gang,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// A gang without a slot has runnable members now (a job that just
+    /// started, or woke after an idle spell): worth repacking at once
+    /// rather than at the next periodic rescan.
+    pub fn unslotted_runnable(&self, sched: &Scheduler) -> bool {
+        let slotted = sched
+            .gang_table()
+            .tiers
+            .iter()
+            .fold(0u64, |m, r| m | r.gangs);
+        let Ok(stats) = sched.gang_stats() else {
+            return false;
+        };
+        self.gangs.iter().any(|g| {
+            self.numbers
+                .get(g.id)
+                .is_some_and(|n| slotted & (1 << n) == 0 && stats[n].nr_runnable > 0)
+        })
+    }
+
+    /// Size the gangs from BPF's counts, repack, and hand BPF the table if
+    /// it changed.
+    pub fn update(&mut self, sched: &mut Scheduler) -> Result<()> {
+        let stats = sched.gang_stats()?;
+        let epoch = sched.gang_hw_epoch();
+        let mut loads = Vec::with_capacity(self.gangs.len());
+        for g in &self.gangs {
+            let Some(n) = self.numbers.get(g.id) else {
+                continue;
+            };
+            let st = &stats[n];
+            let now = st.nr_runnable.max(0) as u64;
+            // No change since the period began: the count stood still.
+            let hw = if st.hw_epoch == epoch {
+                st.runnable_hw.max(now)
+            } else {
+                now
+            };
+            self.sizes.record(n, hw.min(u32::MAX as u64) as u32);
+            loads.push(GangLoad {
+                number: n,
+                rel: g.rel.clone(),
+                tier: g.class.tier(),
+                slot: g
+                    .slot_ms
+                    .map_or(self.default_slot, |ms| Duration::from_millis(ms.into())),
+                size: self.sizes.size(n),
+            });
+        }
+        let numbers = &self.numbers;
+        let gangs = &self.gangs;
+        self.sizes
+            .retain(|n| gangs.iter().any(|g| numbers.get(g.id) == Some(n)));
+        sched.next_gang_hw_epoch()?;
+
+        for big in gang::too_big(&loads, self.nr_cpus) {
+            let id = self.gangs.iter().find(|g| g.rel == big.rel).map(|g| g.id);
+            if id.is_some_and(|id| self.warned_big.insert(id)) {
+                warn!(
+                    "gang /{}: {} threads runnable at once but {} CPUs: it cannot be co-scheduled; it keeps a slot of its own, in which its threads take turns",
+                    big.rel, big.size, self.nr_cpus
+                );
+            }
+        }
+        let table = gang::pack(&loads, self.nr_cpus, self.open_pct);
+        if sched.set_gang_table(&table)? {
+            info!("gang table: {}", table.describe());
+        }
+        Ok(())
+    }
+}
+
+/// CPUs online now (the gang packing's capacity).
+pub fn online_cpus() -> u32 {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|s| count_cpu_list(s.trim()))
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
+}
+
+/// Count the CPUs in a kernel CPU list such as "0-3,6,8-9".
+pub fn count_cpu_list(list: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for part in list.split(',').filter(|p| !p.is_empty()) {
+        n += match part.split_once('-') {
+            Some((a, b)) => b.parse::<u32>().ok()?.checked_sub(a.parse().ok()?)? + 1,
+            None => {
+                part.parse::<u32>().ok()?;
+                1
+            }
+        };
+    }
+    (n > 0).then_some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_kernel_cpu_lists() {
+        assert_eq!(count_cpu_list("0-3,6,8-9"), Some(7));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("x"), None);
+    }
+}
