@@ -125,8 +125,21 @@ static u64 tier_scheduled(u32 tier)
 struct cpu_gang {
 	u32	running;
 	u32	reserved;
+	u64	reserved_at;
 	bool	released;
 };
+
+/*
+ * A reservation normally ends when the kicked CPU next dispatches or
+ * starts a task. One whose kick found nothing to do (the CPU was no
+ * longer idle) would otherwise block the CPU for a whole slice.
+ */
+#define GANG_RESERVATION_NS	(1000 * 1000ULL)
+
+static bool reservation_held(const struct cpu_gang *cg, u64 now)
+{
+	return cg->reserved && now - cg->reserved_at < GANG_RESERVATION_NS;
+}
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, u32);
@@ -397,7 +410,7 @@ static bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary)
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	u32 running;
 
-	if (!cg || cg->released || cg->reserved)
+	if (!cg || cg->released || reservation_held(cg, scx_bpf_now()))
 		return false;
 	running = cg->running;
 	if (running) {
@@ -414,9 +427,16 @@ static bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary)
 static bool gang_claim(s32 cpu, u32 g, u64 kick)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	u64 now = scx_bpf_now();
+	u32 old;
 
-	if (!cg || __sync_val_compare_and_swap(&cg->reserved, 0, g + 1) != 0)
+	if (!cg)
 		return false;
+	old = cg->reserved;
+	if ((old && reservation_held(cg, now)) ||
+	    __sync_val_compare_and_swap(&cg->reserved, old, g + 1) != old)
+		return false;
+	cg->reserved_at = now;
 	scx_bpf_kick_cpu(cpu, kick);
 	stat_inc(LINGER_STAT_GANG_KICK);
 	return true;
@@ -591,6 +611,7 @@ static void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now)
 		gang_count_runnable(tctx);
 	if (!cg)
 		return;
+	cg->reserved = 0;
 	if (gang && gang_is_active(tctx->class, gang - 1)) {
 		cg->running = gang;
 		gang_note_start(tctx, gang - 1, now);

@@ -275,7 +275,7 @@ fn run(args: &RunArgs) -> Result<Exit> {
             }
             next_rescan = now + rescan_every;
         }
-        if now >= next_repack || rotation.unslotted_runnable(&sched) {
+        if now >= next_repack || rotation.needs_repack(&sched) {
             if let Err(e) = rotation.update(&mut sched) {
                 warn!("gang table update failed, keeping the previous one: {e:#}");
             }

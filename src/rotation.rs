@@ -4,7 +4,7 @@
 //! pack them into a slot table (gang.rs) and hand it over; tell the
 //! operator about gangs that cannot be co-scheduled.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -18,6 +18,8 @@ pub struct Rotation {
     numbers: Numbers,
     sizes: Sizes,
     gangs: Vec<GangLabel>,
+    /// Gang number -> the size the current table was packed for.
+    packed: HashMap<usize, u32>,
     default_slot: Duration,
     open_pct: u32,
     nr_cpus: u32,
@@ -32,6 +34,7 @@ impl Rotation {
             numbers: Numbers::default(),
             sizes: Sizes::default(),
             gangs: Vec::new(),
+            packed: HashMap::new(),
             default_slot,
             open_pct,
             nr_cpus: online_cpus(),
@@ -88,36 +91,31 @@ impl Rotation {
             .collect()
     }
 
-    /// A gang without a slot has runnable members now (a job that just
-    /// started, or woke after an idle spell): worth repacking at once
-    /// rather than at the next periodic rescan.
-    pub fn unslotted_runnable(&self, sched: &Scheduler) -> bool {
-        let slotted = sched
-            .gang_table()
-            .tiers
-            .iter()
-            .fold(0u64, |m, r| m | r.gangs);
-        let Ok(stats) = sched.gang_stats() else {
-            return false;
-        };
+    /// More members of a gang are runnable now than its slot was packed
+    /// for (a job that just started, woke after an idle spell, or grew):
+    /// worth repacking at once rather than at the next periodic rescan,
+    /// since a gang sharing a slot it does not fit in is time-shared.
+    pub fn needs_repack(&self, sched: &Scheduler) -> bool {
         self.gangs.iter().any(|g| {
-            self.numbers
-                .get(g.id)
-                .is_some_and(|n| slotted & (1 << n) == 0 && stats[n].nr_runnable > 0)
+            self.numbers.get(g.id).is_some_and(|n| {
+                let packed = self.packed.get(&n).copied().unwrap_or(0);
+                sched
+                    .gang_stat(n)
+                    .is_ok_and(|st| st.nr_runnable > i64::from(packed))
+            })
         })
     }
 
     /// Size the gangs from BPF's counts, repack, and hand BPF the table if
     /// it changed.
     pub fn update(&mut self, sched: &mut Scheduler) -> Result<()> {
-        let stats = sched.gang_stats()?;
         let epoch = sched.gang_hw_epoch();
         let mut loads = Vec::with_capacity(self.gangs.len());
         for g in &self.gangs {
             let Some(n) = self.numbers.get(g.id) else {
                 continue;
             };
-            let st = &stats[n];
+            let st = sched.gang_stat(n)?;
             let now = st.nr_runnable.max(0) as u64;
             // No change since the period began: the count stood still.
             let hw = if st.hw_epoch == epoch {
@@ -152,6 +150,7 @@ impl Rotation {
             }
         }
         let table = gang::pack(&loads, self.nr_cpus, self.open_pct);
+        self.packed = loads.iter().map(|l| (l.number, l.size)).collect();
         if sched.set_gang_table(&table)? {
             info!("gang table: {}", table.describe());
         }

@@ -205,30 +205,22 @@ impl<'obj> Scheduler<'obj> {
         Ok(true)
     }
 
-    /// The gang table BPF has now.
-    pub fn gang_table(&self) -> &Table {
-        &self.table
-    }
-
-    /// Per-gang counters for gang numbers 0..MAX_GANGS.
-    pub fn gang_stats(&self) -> Result<Vec<bpf_intf::linger_gang_stats>> {
-        let mut out = Vec::with_capacity(MAX_GANGS);
-        for g in 0..MAX_GANGS as u32 {
-            let raw = self
-                .skel
-                .maps
-                .gang_stats
-                .lookup(&g.to_ne_bytes(), MapFlags::ANY)
-                .context("reading the gang stats map")?
-                .unwrap_or_default();
-            // SAFETY: zeroed is a valid value of this integer-only struct.
-            let mut st: bpf_intf::linger_gang_stats = unsafe { std::mem::zeroed() };
-            let n = raw.len().min(std::mem::size_of_val(&st));
-            // SAFETY: copying at most size_of(st) bytes into st.
-            unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), &mut st as *mut _ as *mut u8, n) };
-            out.push(st);
-        }
-        Ok(out)
+    /// The counters of gang number `g` (see struct linger_gang_stats).
+    pub fn gang_stat(&self, g: usize) -> Result<bpf_intf::linger_gang_stats> {
+        let key = (g.min(MAX_GANGS - 1) as u32).to_ne_bytes();
+        let raw = self
+            .skel
+            .maps
+            .gang_stats
+            .lookup(&key, MapFlags::ANY)
+            .context("reading the gang stats map")?
+            .unwrap_or_default();
+        // SAFETY: zeroed is a valid value of this integer-only struct.
+        let mut st: bpf_intf::linger_gang_stats = unsafe { std::mem::zeroed() };
+        let n = raw.len().min(std::mem::size_of_val(&st));
+        // SAFETY: copying at most size_of(st) bytes into st.
+        unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), &mut st as *mut _ as *mut u8, n) };
+        Ok(st)
     }
 
     /// The current high-water period (see struct linger_gang_stats).

@@ -420,3 +420,17 @@ impl Drop for DutyThreads {
         }
     }
 }
+
+/// A workload binary of the bench crate (built in release by `cargo xtask
+/// test` before the guest boots).
+pub fn bench_bin(name: &str) -> PathBuf {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target/release")
+        .join(name);
+    assert!(
+        p.exists(),
+        "{} is missing: run the guest tests through `cargo xtask test`, which builds it",
+        p.display()
+    );
+    p
+}

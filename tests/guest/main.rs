@@ -5,5 +5,7 @@
 //! on what the kernel reports.
 mod classes;
 mod common;
+mod gang;
 mod lifecycle;
 mod preflight;
+mod trace;

@@ -189,9 +189,12 @@ fn cargo_scanned(args: &[&str], tally: &mut Tally) -> Result<bool> {
     Ok(child.wait()?.success())
 }
 
-/// Build tests/guest (and the scx_linger binary it runs) and return the
-/// test executable's path.
+/// Build tests/guest (and the scx_linger binary and bench workloads it
+/// runs) and return the test executable's path.
 pub fn build_guest_tests() -> Result<PathBuf> {
+    // The gang tests run the bench crate's workloads (barrier), optimised
+    // like a real parallel job would be.
+    cargo(&["build", "--release", "--quiet", "--package", "linger-bench"])?;
     let out = Command::new(env!("CARGO"))
         .args([
             "test",

@@ -1,0 +1,327 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Gang co-scheduling, judged by an independent observer (the kernel's
+//! sched_switch tracepoint) and by the wall and CPU time of a real
+//! spinning-barrier job (bench/src/bin/barrier.rs).
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::trace::{self, any_and_all, overlap, percentile, period_starts};
+
+/// One round of the barrier job computes this much (about 0.15 ms here).
+const ITERS: &str = "20000";
+
+/// Start the barrier job inside `cg` (it is in the cgroup before its
+/// threads exist, so every thread is a member from the start).
+fn start_job(cg: &TestCgroup, args: &[&str]) -> Child {
+    let cmd = format!(
+        "echo $$ > {}/cgroup.procs && exec {} {}",
+        cg.path.display(),
+        bench_bin("barrier").display(),
+        args.join(" ")
+    );
+    Command::new("sh")
+        .args(["-c", &cmd])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting the barrier job")
+}
+
+/// Run the barrier job without a cgroup (EEVDF baselines).
+fn start_plain(args: &[&str]) -> Child {
+    Command::new(bench_bin("barrier"))
+        .args(args)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("starting the barrier job")
+}
+
+/// The job's `key=value` report.
+struct Report(String);
+
+impl Report {
+    fn get(&self, key: &str) -> u64 {
+        self.0
+            .split_whitespace()
+            .find_map(|kv| kv.strip_prefix(&format!("{key}=")))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in barrier output {:?}", self.0))
+    }
+}
+
+/// Wait for a job (at most `timeout`) and return its report.
+fn finish(mut child: Child, timeout: Duration) -> Report {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut out = String::new();
+            use std::io::Read;
+            child
+                .stdout
+                .take()
+                .unwrap()
+                .read_to_string(&mut out)
+                .unwrap();
+            assert!(status.success(), "barrier job failed: {status} {out}");
+            return Report(out);
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            panic!("barrier job did not finish within {timeout:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Thread ids of a job once all its `n` threads exist.
+fn job_threads(child: &Child, n: usize) -> Vec<i32> {
+    let mut tids = Vec::new();
+    let ok = wait_until(Duration::from_secs(10), || {
+        tids = trace::threads_of(child.id());
+        tids.len() >= n
+    });
+    assert!(ok, "job {} never had {n} threads: {tids:?}", child.id());
+    tids
+}
+
+/// Gang slots with the agent's defaults: 100 ms, and an open phase of 10%
+/// of the cycle (see gang.rs): two one-slot gangs cycle every 222.2 ms,
+/// in whole nanoseconds as the agent computes it (over 10^10 cycles since
+/// 1970, rounding the cycle would shift the phase by seconds).
+const SLOT_NS: i128 = 100_000_000;
+const CYCLE_NS: i128 = 2 * SLOT_NS + 2 * SLOT_NS * 10 / 90;
+
+/// Distance (s) of TAI time `t` (s) from the nearest boundary of that cycle.
+fn off_boundary(t: f64) -> f64 {
+    let pos = ((t * 1e9) as i128).rem_euclid(CYCLE_NS);
+    [0, SLOT_NS, 2 * SLOT_NS, CYCLE_NS]
+        .iter()
+        .map(|b| (pos - b).abs())
+        .min()
+        .unwrap_or(0) as f64
+        / 1e9
+}
+
+#[test]
+fn two_gangs_take_turns_together_on_the_clock() {
+    require_guest();
+    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
+    let agent = Agent::start(&[]);
+    let (a, b) = (TestCgroup::new("gang-a"), TestCgroup::new("gang-b"));
+    tag(&a.rel, "gang");
+    tag(&b.rel, "gang");
+    let args = ["--threads", "2", "--rounds", "40000", "--iters", ITERS];
+    let ja = start_job(&a, &args);
+    let jb = start_job(&b, &args);
+    let (ta, tb) = (job_threads(&ja, 2), job_threads(&jb, 2));
+
+    // Let the agent size and slot both gangs, then watch for 2 s on the
+    // TAI clock, the clock the slot table is aligned to.
+    std::thread::sleep(Duration::from_secs(2));
+    let window = Duration::from_secs(2);
+    let runs = trace::record_switches(window, "tai");
+    assert!(!runs.is_empty(), "the trace recorded no sched_switch");
+
+    let (any_a, all_a) = any_and_all(&runs, &ta);
+    let (any_b, all_b) = any_and_all(&runs, &tb);
+    let together_a = all_a / any_a.max(1e-9);
+    let together_b = all_b / any_b.max(1e-9);
+    let mixed = overlap(&runs, &ta, &tb) / window.as_secs_f64();
+
+    // A gang whose slot comes next starts early, in the open phase that
+    // ends each cycle, where ordinary work goes first and may hold back a
+    // member: the skew that matters is that of starts at a slot boundary.
+    let (mut skews, mut open_skews, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
+    for tids in [&ta, &tb] {
+        for starts in period_starts(&runs, tids) {
+            if starts.len() == tids.len() {
+                let first = starts.iter().copied().fold(f64::MAX, f64::min);
+                let last = starts.iter().copied().fold(f64::MIN, f64::max);
+                let pos = ((first * 1e9) as i128).rem_euclid(CYCLE_NS);
+                if (pos - 2 * SLOT_NS).abs() < SLOT_NS / 10 {
+                    open_skews.push(last - first);
+                } else {
+                    skews.push(last - first);
+                }
+                offsets.push(off_boundary(first));
+            }
+        }
+    }
+    let open50 = percentile(&mut open_skews, 50);
+    let (skew50, skew90, skew99) = (
+        percentile(&mut skews, 50),
+        percentile(&mut skews, 90),
+        percentile(&mut skews, 99),
+    );
+    let (off50, off90) = (percentile(&mut offsets, 50), percentile(&mut offsets, 90));
+    figure(&format!(
+        "gang: 2 gangs x 2 threads on 2 CPUs, 2 s of sched_switch: members together {:.1}% / {:.1}% of their run time; gangs overlapping {:.2}% of the time; skew p50 {:.0} us p90 {:.0} us p99 {:.0} us over {} slot starts (early starts in the open phase: p50 {:.0} us over {}); slot start vs TAI boundary p50 {:.2} ms p90 {:.2} ms",
+        together_a * 100.0,
+        together_b * 100.0,
+        mixed * 100.0,
+        skew50 * 1e6,
+        skew90 * 1e6,
+        skew99 * 1e6,
+        skews.len(),
+        open50 * 1e6,
+        open_skews.len(),
+        off50 * 1e3,
+        off90 * 1e3
+    ));
+
+    assert!(
+        together_a > 0.9 && together_b > 0.9,
+        "members of a gang did not run together: {together_a:.2} / {together_b:.2}"
+    );
+    assert!(
+        mixed < 0.05,
+        "the two gangs overlapped {:.1}% of the time",
+        mixed * 100.0
+    );
+    assert!(
+        skews.len() + open_skews.len() >= 10,
+        "only {} slot starts in 2 s of 100 ms slots",
+        skews.len() + open_skews.len()
+    );
+    assert!(
+        skew50 < 0.001 && skew90 < 0.005,
+        "co-scheduling skew p50 {:.0} us, p90 {:.0} us",
+        skew50 * 1e6,
+        skew90 * 1e6
+    );
+    assert!(
+        off50 < 0.003,
+        "slot starts are not aligned to the TAI clock: p50 {:.2} ms off",
+        off50 * 1e3
+    );
+
+    let (ra, rb) = (
+        finish(ja, Duration::from_secs(120)),
+        finish(jb, Duration::from_secs(120)),
+    );
+    assert_eq!((ra.get("rounds"), rb.get("rounds")), (40000, 40000));
+    assert_eq!(state(), "enabled");
+    assert!(agent.output().contains("gang table:"), "{}", agent.output());
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn barrier_gangs_finish_near_ideal_time() {
+    require_guest();
+    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
+    let args = ["--threads", "2", "--rounds", "6000", "--iters", ITERS];
+    let pair = |a: Child, b: Child| {
+        let (ra, rb) = (
+            finish(a, Duration::from_secs(300)),
+            finish(b, Duration::from_secs(300)),
+        );
+        (
+            ra.get("wall_ms").max(rb.get("wall_ms")) as f64,
+            (ra.get("cpu_ms") + rb.get("cpu_ms")) as f64,
+        )
+    };
+
+    // The job alone, then two at once, under the kernel's own scheduler.
+    let alone = finish(start_plain(&args), Duration::from_secs(120));
+    let (alone_wall, alone_cpu) = (alone.get("wall_ms") as f64, alone.get("cpu_ms") as f64);
+    let ideal = 2.0 * alone_wall;
+    let (eevdf_wall, eevdf_cpu) = pair(start_plain(&args), start_plain(&args));
+
+    let agent = Agent::start(&[]);
+    let (a, b) = (TestCgroup::new("gang-a"), TestCgroup::new("gang-b"));
+    tag(&a.rel, "gang");
+    tag(&b.rel, "gang");
+    let (linger_wall, linger_cpu) = pair(start_job(&a, &args), start_job(&b, &args));
+    figure(&format!(
+        "gang: 2 barrier jobs x 2 threads on 2 CPUs (alone {alone_wall:.0} ms): wall vs ideal EEVDF {:.2}x, scx_linger {:.2}x; CPU time vs alone EEVDF {:.2}x, scx_linger {:.2}x",
+        eevdf_wall / ideal,
+        linger_wall / ideal,
+        eevdf_cpu / (2.0 * alone_cpu),
+        linger_cpu / (2.0 * alone_cpu)
+    ));
+    assert!(
+        linger_wall <= 1.3 * ideal,
+        "gangs took {:.2}x the ideal wall time (EEVDF {:.2}x)",
+        linger_wall / ideal,
+        eevdf_wall / ideal
+    );
+    assert_eq!(state(), "enabled");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn a_sleeping_member_lends_its_cpu_to_a_guest() {
+    require_guest();
+    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
+    let agent = Agent::start(&[]);
+    let (g, guests) = (TestCgroup::new("gang-nap"), TestCgroup::new("guest-job"));
+    tag(&g.rel, "gang");
+    tag(&guests.rel, "guest");
+    // Member 0 sleeps 20 ms after every 100 rounds (about 15 ms of work),
+    // its partner spins at the barrier meanwhile.
+    let args = "--threads 2 --rounds 15000 --iters 20000 --nap-ms 20 --nap-every 100";
+    let args: Vec<&str> = args.split(' ').collect();
+    // Baseline: how late a sleeper gets its CPU back here with no guest.
+    let alone = finish(start_job(&g, &args), Duration::from_secs(120));
+    let hog = guests.spin(1);
+    let job = start_job(&g, &args);
+    let before = total_runtime(&hog);
+    let report = finish(job, Duration::from_secs(120));
+    let guest_ns = total_runtime(&hog) - before;
+    let wall_ns = report.get("wall_ms") * 1_000_000;
+    let share = guest_ns as f64 / wall_ns as f64;
+    let (p50, p99) = (
+        report.get("wake_late_us_p50"),
+        report.get("wake_late_us_p99"),
+    );
+    let (base50, base99) = (alone.get("wake_late_us_p50"), alone.get("wake_late_us_p99"));
+    figure(&format!(
+        "gang: a member sleeping 20 ms in every ~35 ms: the guest got {:.0}% of a CPU meanwhile; the member was back on a CPU {p50} us (p50) / {p99} us (p99) after its sleep ended, vs {base50} / {base99} us with no guest",
+        share * 100.0
+    ));
+    assert!(
+        share > 0.15,
+        "the guest got only {:.1}% of a CPU while a member slept",
+        share * 100.0
+    );
+    assert!(
+        p50 < base50 + 1000 && p99 < base99 + 5000,
+        "a waking member waited {p50} / {p99} us (p50 / p99) for its CPU beside a guest, {base50} / {base99} us without"
+    );
+    assert_eq!(state(), "enabled");
+    drop(hog);
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn an_oversized_gang_is_reported_and_still_progresses() {
+    require_guest();
+    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
+    let agent = Agent::start(&[]);
+    let g = TestCgroup::new("gang-big");
+    tag(&g.rel, "gang");
+    let started = Instant::now();
+    let job = start_job(&g, &["--threads", "3", "--rounds", "200", "--iters", ITERS]);
+    let report = finish(job, Duration::from_secs(180));
+    figure(&format!(
+        "gang: a 3-thread gang on 2 CPUs finished 200 barrier rounds in {:.1} s (it cannot be co-scheduled; its threads take turns)",
+        started.elapsed().as_secs_f64()
+    ));
+    assert_eq!(report.get("rounds"), 200);
+    let ok = wait_until(Duration::from_secs(5), || {
+        agent.output().contains("cannot be co-scheduled")
+    });
+    assert!(
+        ok,
+        "the agent did not report the oversized gang: {}",
+        agent.output()
+    );
+    assert_eq!(state(), "enabled");
+    assert!(ejections(&dmesg()).is_empty(), "{:?}", ejections(&dmesg()));
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
