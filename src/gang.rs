@@ -233,6 +233,25 @@ fn fit_cycle(rot: &mut Rotation, total: Duration) {
     rot.cycle = start;
 }
 
+/// The p-th percentile (0..=100) of a log2 histogram (bucket b counts
+/// values in [2^b, 2^(b+1)) ns), as the upper edge of its bucket: "p% of
+/// the values were below this". None for an empty histogram.
+pub fn hist_percentile(hist: &[u64], p: u64) -> Option<Duration> {
+    let total: u64 = hist.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let want = (total * p).div_ceil(100).max(1);
+    let mut seen = 0;
+    for (b, n) in hist.iter().enumerate() {
+        seen += n;
+        if seen >= want {
+            return Some(Duration::from_nanos(1u64 << (b + 1).min(63)));
+        }
+    }
+    None
+}
+
 /// Gangs too big to run all at once on `nr_cpus`.
 pub fn too_big(gangs: &[GangLoad], nr_cpus: u32) -> Vec<&GangLoad> {
     gangs.iter().filter(|g| g.size > nr_cpus).collect()
@@ -330,6 +349,17 @@ mod tests {
             class: Class::Gang,
             slot_ms: None,
         }
+    }
+
+    #[test]
+    fn histogram_percentiles_are_bucket_edges() {
+        let mut h = [0u64; 32];
+        assert_eq!(hist_percentile(&h, 50), None);
+        h[10] = 90; // [1024, 2048) ns
+        h[20] = 10; // [~1 ms, ~2 ms)
+        assert_eq!(hist_percentile(&h, 50), Some(Duration::from_nanos(2048)));
+        assert_eq!(hist_percentile(&h, 90), Some(Duration::from_nanos(2048)));
+        assert_eq!(hist_percentile(&h, 99), Some(Duration::from_nanos(1 << 21)));
     }
 
     #[test]

@@ -287,12 +287,18 @@ fn run(args: &RunArgs) -> Result<Exit> {
                 Ok(c) => {
                     info!("stats: {}", c.since(&last).line());
                     last = c;
+                    for line in rotation.summary(&sched) {
+                        info!("stats: {line}");
+                    }
                 }
                 Err(e) => warn!("{e:#}"),
             }
         }
     }
 
+    for line in rotation.summary(&sched) {
+        info!("{line}");
+    }
     let exit = sched.shutdown(requested)?;
     println!("scx_linger: scheduler disabled");
     Ok(exit)

@@ -158,6 +158,43 @@ impl Rotation {
     }
 }
 
+impl Rotation {
+    /// One line per gang: slots, partial starts, skew and switch latency
+    /// (from the BPF histograms), members' CPU time.
+    pub fn summary(&self, sched: &Scheduler) -> Vec<String> {
+        let us = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{}", d.as_micros()));
+        let mut out = Vec::new();
+        let mut gangs: Vec<&GangLabel> = self.gangs.iter().collect();
+        gangs.sort_by(|a, b| a.rel.cmp(&b.rel));
+        for g in gangs {
+            let Some(n) = self.numbers.get(g.id) else {
+                continue;
+            };
+            let Ok(st) = sched.gang_stat(n) else {
+                continue;
+            };
+            let partial_pct = if st.slots > 0 {
+                st.partial as f64 * 100.0 / st.slots as f64
+            } else {
+                0.0
+            };
+            out.push(format!(
+                "gang /{}: {} slots, {} partial starts ({partial_pct:.2}%), {} members displaced, skew p50 <{} us p99 <{} us, boundary to first member p50 <{} us p99 <{} us, cpu {:.2} s",
+                g.rel,
+                st.slots,
+                st.partial,
+                st.displaced,
+                us(gang::hist_percentile(&st.skew_hist, 50)),
+                us(gang::hist_percentile(&st.skew_hist, 99)),
+                us(gang::hist_percentile(&st.switch_hist, 50)),
+                us(gang::hist_percentile(&st.switch_hist, 99)),
+                st.cpu_ns as f64 / 1e9
+            ));
+        }
+        out
+    }
+}
+
 /// CPUs online now (the gang packing's capacity).
 pub fn online_cpus() -> u32 {
     std::fs::read_to_string("/sys/devices/system/cpu/online")

@@ -35,6 +35,11 @@ pub struct BenchArgs {
     /// coupling but carries the host's timing noise.
     #[arg(long)]
     pub parallel: bool,
+    /// Measure gang scheduling instead (bench/gang.sh): spinning-barrier
+    /// jobs under EEVDF and as scx_linger gangs, on parallel TCG with the
+    /// largest --cpus given (at least 2).
+    #[arg(long)]
+    pub gang: bool,
 }
 
 /// Policies in report order, with what each is.
@@ -56,13 +61,13 @@ struct Sample {
     idle: f64,
 }
 
-fn field(line: &str, key: &str) -> Option<f64> {
+pub fn field(line: &str, key: &str) -> Option<f64> {
     line.split_whitespace()
         .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
         .and_then(|v| v.parse().ok())
 }
 
-fn word<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+pub fn word<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace()
         .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
 }
@@ -91,7 +96,7 @@ fn parse(output: &str) -> Runs {
     runs
 }
 
-fn median(v: &mut [f64]) -> f64 {
+pub fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     if v.is_empty() {
         return f64::NAN;
@@ -188,6 +193,11 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         .context("running cargo build")?;
     if !status.success() {
         bail!("build failed");
+    }
+    if args.gang {
+        let cpus = args.cpus.iter().copied().max().unwrap_or(2).max(2);
+        crate::bench_gang::run(cpus, args.repeats)?;
+        return Ok(0);
     }
     let root = project_root();
     let results = root.join("bench/results");

@@ -9,6 +9,7 @@
 //! costs only what changed.
 mod apt;
 mod bench;
+mod bench_gang;
 mod demo;
 mod deps;
 mod kernel;

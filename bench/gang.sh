@@ -1,0 +1,68 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# Gang effects, in one guest boot (run by `cargo xtask bench --gang`, on
+# multi-threaded TCG so that vCPUs really run in parallel): k spinning-
+# barrier jobs of one thread per CPU each, started together, under the
+# kernel's default scheduler (EEVDF) and as scx_linger gangs. The ideal
+# wall time is k x the job's time alone; the ideal CPU time is k x its CPU
+# time alone. Prints one raw line per run.
+#
+# usage: gang.sh AGENT BIN_DIR REPEATS ROUNDS ITERS KS
+set -u
+AGENT=$1 BIN=$2 REPEATS=${3:-3} ROUNDS=${4:-8000} ITERS=${5:-12000} KS=${6:-"2 3"}
+NCPU=$(nproc)
+CG=/sys/fs/cgroup
+JOB="$BIN/barrier --threads $NCPU --rounds $ROUNDS --iters $ITERS"
+echo "# kernel=$(uname -r) cpus=$NCPU rounds=$ROUNDS iters=$ITERS threads=$NCPU"
+
+agent=
+agent_log=/dev/null
+start_agent() {
+	agent_log=$1
+	"$AGENT" run >"$agent_log" 2>&1 &
+	agent=$!
+	until [ "$(cat /sys/kernel/sched_ext/state)" = enabled ]; do sleep 0.05; done
+}
+stop_agent() {
+	[ -n "$agent" ] && kill -TERM $agent && wait $agent
+	agent=
+}
+
+# run_k CASE K GANG: K jobs at once; with GANG, each in its own gang cgroup.
+run_k() {
+	case=$1 k=$2 gang=$3 rep=$4 out=/tmp/gang-out.$$
+	: > $out
+	pids=
+	for i in $(seq "$k"); do
+		if [ "$gang" = yes ]; then
+			mkdir -p $CG/bench-gang/j$i
+			"$AGENT" tag bench-gang/j$i gang >/dev/null
+			sh -c "echo \$\$ > $CG/bench-gang/j$i/cgroup.procs; exec $JOB" >> $out &
+		else
+			$JOB >> $out &
+		fi
+		pids="$pids $!"
+	done
+	wait $pids
+	# The slowest job's wall time; the jobs' summed CPU time.
+	awk -v c="$case" -v k="$k" -v r="$rep" '
+		{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		  if (v["wall_ms"] > wall) wall = v["wall_ms"]; cpu += v["cpu_ms"] }
+		END { printf "case=%s k=%d rep=%d wall_ms=%d cpu_ms=%d\n", c, k, r, wall, cpu }' $out
+	rm -f $out
+}
+
+for rep in $(seq "$REPEATS"); do
+	run_k alone 1 no "$rep"
+	for k in $KS; do
+		run_k eevdf "$k" no "$rep"
+		start_agent /tmp/gang-agent.$$
+		run_k linger "$k" yes "$rep"
+		stop_agent
+		# Per-gang slot figures the agent printed at exit (BPF's counts).
+		sed -n 's/^\[INFO\] gang /gang_stats k='"$k"' rep='"$rep"' gang=/p' /tmp/gang-agent.$$
+		for d in $CG/bench-gang/j*; do rmdir "$d" 2>/dev/null; done
+	done
+done
+rmdir $CG/bench-gang 2>/dev/null
+echo "# done"

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! `cargo xtask bench --gang`: k spinning-barrier jobs at once (bench/gang.sh)
+//! under EEVDF and as scx_linger gangs, on multi-threaded TCG so that the
+//! vCPUs really run in parallel (icount runs them round-robin and hides
+//! gang effects). Each figure is a ratio against the job alone, measured in
+//! the same guest boot: wall time against k x alone (the ideal when the
+//! jobs share the CPUs perfectly), CPU time against k x alone (spinning
+//! for partners that do not run shows up here).
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Result};
+
+use crate::bench::{field, median, word};
+use crate::paths::project_root;
+use crate::step;
+use crate::vm::{self, VmArgs};
+
+/// (wall ms, cpu ms) per repeat, per (case, k).
+type Runs = BTreeMap<(String, u32), Vec<(f64, f64)>>;
+
+fn parse(raw: &str) -> Runs {
+    let mut runs = Runs::new();
+    for line in raw.lines().filter(|l| l.starts_with("case=")) {
+        let (Some(case), Some(k)) = (word(line, "case"), field(line, "k")) else {
+            continue;
+        };
+        let (Some(wall), Some(cpu)) = (field(line, "wall_ms"), field(line, "cpu_ms")) else {
+            continue;
+        };
+        runs.entry((case.to_string(), k as u32))
+            .or_default()
+            .push((wall, cpu));
+    }
+    runs
+}
+
+/// "median (min..max)" of ratios.
+fn spread(mut v: Vec<f64>) -> String {
+    let lo = v.iter().copied().fold(f64::MAX, f64::min);
+    let hi = v.iter().copied().fold(f64::MIN, f64::max);
+    format!("{:.2}x ({lo:.2}..{hi:.2})", median(&mut v))
+}
+
+pub fn report(raw: &str, header: &str) -> String {
+    let runs = parse(raw);
+    let mut out = format!("{header}\n\n");
+    let Some(alone) = runs.get(&("alone".to_string(), 1)) else {
+        out.push_str("(no baseline run: the bench failed)\n");
+        return out;
+    };
+    let alone_wall = median(&mut alone.iter().map(|r| r.0).collect::<Vec<_>>());
+    let alone_cpu = median(&mut alone.iter().map(|r| r.1).collect::<Vec<_>>());
+    out.push_str(&format!(
+        "Job alone: {alone_wall:.0} ms wall, {alone_cpu:.0} ms CPU (median).\n\n\
+         | jobs (k) | policy | wall time vs ideal (k x alone), median (min..max) | CPU time vs k x alone |\n|---|---|---|---|\n"
+    ));
+    let mut ks: Vec<u32> = runs.keys().map(|(_, k)| *k).filter(|k| *k > 1).collect();
+    ks.dedup();
+    for k in ks {
+        for (case, what) in [
+            ("eevdf", "EEVDF (Linux default)"),
+            ("linger", "scx_linger gangs"),
+        ] {
+            let Some(r) = runs.get(&(case.to_string(), k)) else {
+                continue;
+            };
+            let kf = f64::from(k);
+            out.push_str(&format!(
+                "| {k} | {what} | {} | {} |\n",
+                spread(r.iter().map(|x| x.0 / (kf * alone_wall)).collect()),
+                spread(r.iter().map(|x| x.1 / (kf * alone_cpu)).collect()),
+            ));
+        }
+    }
+    let stats: Vec<&str> = raw
+        .lines()
+        .filter(|l| l.starts_with("gang_stats "))
+        .collect();
+    if !stats.is_empty() {
+        out.push_str("\nPer gang, as scx_linger's BPF side counted (skew and boundary-to-first-member latency are log2-histogram bucket edges):\n\n```\n");
+        for l in stats {
+            out.push_str(l.trim_start_matches("gang_stats "));
+            out.push('\n');
+        }
+        out.push_str("```\n");
+    }
+    out
+}
+
+pub fn run(cpus: u32, repeats: u32) -> Result<()> {
+    let root = project_root();
+    let results = root.join("bench/results");
+    std::fs::create_dir_all(&results)?;
+    let started = std::time::Instant::now();
+    let outcome = vm::run(&VmArgs {
+        kernel: "debian".into(),
+        cpus,
+        mem: "2G".into(),
+        timeout: 3600,
+        icount: false,
+        cmd: vec![
+            "sh".into(),
+            root.join("bench/gang.sh").to_string_lossy().into_owned(),
+            root.join("target/release/scx_linger")
+                .to_string_lossy()
+                .into_owned(),
+            root.join("target/release").to_string_lossy().into_owned(),
+            repeats.to_string(),
+        ],
+    })?;
+    if outcome.exit_code != 0 {
+        bail!(
+            "the gang bench failed in the guest (exit {})",
+            outcome.exit_code
+        );
+    }
+    let raw = std::fs::read_to_string(outcome.dir.join("output.log"))?;
+    let header_line = raw.lines().find(|l| l.starts_with("# ")).unwrap_or("#");
+    let header = format!(
+        "## Gang scheduling: k spinning-barrier jobs at once, {cpus} vCPUs, multi-threaded TCG\n\n{} ; QEMU TCG with vCPUs in parallel on host threads (host timing noise included; no caches modelled); {repeats} repeats; run took {:.1} min. Each job has one thread per CPU computing ~100 us between spinning barriers (bench/src/bin/barrier.rs).",
+        header_line.trim_start_matches("# "),
+        started.elapsed().as_secs_f64() / 60.0
+    );
+    let table = report(&raw, &header);
+    let path = results.join(format!("gang-{cpus}cpu-parallel.md"));
+    std::fs::write(&path, &table)?;
+    std::fs::write(results.join(format!("gang-{cpus}cpu-parallel.raw")), &raw)?;
+    println!("{table}");
+    step(&format!("wrote {}", path.display()));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_ratios_against_the_job_alone() {
+        let raw = "\
+# kernel=7.3 cpus=2
+case=alone k=1 rep=1 wall_ms=1000 cpu_ms=2000
+case=eevdf k=2 rep=1 wall_ms=10000 cpu_ms=20000
+case=linger k=2 rep=1 wall_ms=2100 cpu_ms=4000
+gang_stats k=2 rep=1 gang=/bench-gang/j1: 10 slots, 0 partial starts (0.00%)
+";
+        let md = report(raw, "h");
+        assert!(md.contains("| 2 | EEVDF (Linux default) | 5.00x"), "{md}");
+        assert!(
+            md.contains("| 2 | scx_linger gangs | 1.05x (1.05..1.05) | 1.00x"),
+            "{md}"
+        );
+        assert!(md.contains("gang=/bench-gang/j1: 10 slots"), "{md}");
+        assert!(report("", "h").contains("no baseline"));
+    }
+}
