@@ -158,8 +158,12 @@ struct {
 	__uint(max_entries, 1);
 } gang_timers SEC(".maps");
 
-/* How often the timer looks for a table when there are no gangs. */
-#define GANG_IDLE_POLL_NS	(50 * 1000 * 1000ULL)
+/*
+ * The timer also wakes at least this often between boundaries, to pick up
+ * a new table soon (a gang that just started runs unco-ordinated until it
+ * has a slot). A tick that changes nothing kicks nothing.
+ */
+#define GANG_IDLE_POLL_NS	(20 * 1000 * 1000ULL)
 /* Shortest re-arm: never spin on a boundary that is due now. */
 #define GANG_MIN_TICK_NS	(10 * 1000ULL)
 

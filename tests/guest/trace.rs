@@ -99,6 +99,40 @@ pub fn runs_from_trace(text: &str) -> Vec<Run> {
     runs
 }
 
+/// The parts of `runs` at times where `keep` holds, sampled every 100 us
+/// (runs are cut where `keep` changes, to that precision).
+pub fn clip(runs: &[Run], keep: impl Fn(f64) -> bool) -> Vec<Run> {
+    const STEP: f64 = 100e-6;
+    let mut out = Vec::new();
+    for r in runs {
+        let mut t = r.start;
+        let mut open: Option<f64> = None;
+        while t < r.end {
+            match (keep(t), open) {
+                (true, None) => open = Some(t),
+                (false, Some(s)) => {
+                    out.push(Run {
+                        start: s,
+                        end: t,
+                        ..*r
+                    });
+                    open = None;
+                }
+                _ => {}
+            }
+            t += STEP;
+        }
+        if let Some(s) = open {
+            out.push(Run {
+                start: s,
+                end: r.end,
+                ..*r
+            });
+        }
+    }
+    out
+}
+
 /// Thread ids of a process.
 pub fn threads_of(pid: u32) -> Vec<i32> {
     fs::read_dir(format!("/proc/{pid}/task"))
