@@ -60,7 +60,7 @@ for rep in $(seq "$REPEATS"); do
 		run_k linger "$k" yes "$rep"
 		stop_agent
 		# Per-gang slot figures the agent printed at exit (BPF's counts).
-		sed -n 's/^\[INFO\] gang /gang_stats k='"$k"' rep='"$rep"' gang=/p' /tmp/gang-agent.$$
+		sed -n 's/^\[INFO\] gang \//gang_stats k='"$k"' rep='"$rep"' gang=\//p' /tmp/gang-agent.$$
 		for d in $CG/bench-gang/j*; do rmdir "$d" 2>/dev/null; done
 	done
 done

@@ -56,6 +56,7 @@ pub fn report(raw: &str, header: &str) -> String {
          | jobs (k) | policy | wall time vs ideal (k x alone), median (min..max) | CPU time vs k x alone |\n|---|---|---|---|\n"
     ));
     let mut ks: Vec<u32> = runs.keys().map(|(_, k)| *k).filter(|k| *k > 1).collect();
+    ks.sort_unstable();
     ks.dedup();
     for k in ks {
         for (case, what) in [
@@ -75,7 +76,7 @@ pub fn report(raw: &str, header: &str) -> String {
     }
     let stats: Vec<&str> = raw
         .lines()
-        .filter(|l| l.starts_with("gang_stats "))
+        .filter(|l| l.starts_with("gang_stats ") && l.contains("gang=/"))
         .collect();
     if !stats.is_empty() {
         out.push_str("\nPer gang, as scx_linger's BPF side counted (skew and boundary-to-first-member latency are log2-histogram bucket edges):\n\n```\n");
@@ -143,6 +144,9 @@ case=alone k=1 rep=1 wall_ms=1000 cpu_ms=2000
 case=eevdf k=2 rep=1 wall_ms=10000 cpu_ms=20000
 case=linger k=2 rep=1 wall_ms=2100 cpu_ms=4000
 gang_stats k=2 rep=1 gang=/bench-gang/j1: 10 slots, 0 partial starts (0.00%)
+gang_stats k=2 rep=1 gang=table: gangs: cycle 111ms
+case=alone k=1 rep=2 wall_ms=1000 cpu_ms=2000
+case=eevdf k=2 rep=2 wall_ms=10000 cpu_ms=20000
 ";
         let md = report(raw, "h");
         assert!(md.contains("| 2 | EEVDF (Linux default) | 5.00x"), "{md}");
@@ -151,6 +155,8 @@ gang_stats k=2 rep=1 gang=/bench-gang/j1: 10 slots, 0 partial starts (0.00%)
             "{md}"
         );
         assert!(md.contains("gang=/bench-gang/j1: 10 slots"), "{md}");
+        assert!(!md.contains("table:"), "{md}");
+        assert_eq!(md.matches("| 2 | EEVDF").count(), 1, "{md}");
         assert!(report("", "h").contains("no baseline"));
     }
 }
