@@ -605,39 +605,49 @@ static void gang_uncount_runnable(struct task_ctx *tctx)
 		__sync_fetch_and_sub(&st->nr_runnable, 1);
 }
 
-/* running(): what this CPU runs now, for members looking for room. */
-static void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now)
+/*
+ * running(): what this CPU runs now, for members looking for room. Runs
+ * at every context switch: it writes the CPU's shared entry only when
+ * something changes, and reads the clock only for gang members.
+ */
+static void gang_note_running(s32 cpu, struct task_ctx *tctx)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
-	u32 gang = sched_gang(tctx);
+	u32 gang = sched_gang(tctx), running = 0;
+	u64 now;
 
 	if (tctx)
 		gang_count_runnable(tctx);
 	if (!cg)
 		return;
-	cg->reserved = 0;
-	if (gang && gang_is_active(tctx->class, gang - 1)) {
-		cg->running = gang;
-		gang_note_start(tctx, gang - 1, now);
-	} else {
-		cg->running = 0;
-		if (active_primary && !gang_open)
-			stat_inc(LINGER_STAT_BACKFILL);
-	}
-	if (tctx && tctx->gang)
+	if (cg->reserved)
+		cg->reserved = 0;
+	if (tctx && tctx->gang) {
+		now = scx_bpf_now();
 		tctx->run_start = now;
+		if (gang && gang_is_active(tctx->class, gang - 1)) {
+			running = gang;
+			gang_note_start(tctx, gang - 1, now);
+		}
+	}
+	if (cg->running != running)
+		cg->running = running;
+	if (!running && active_primary && !gang_open)
+		stat_inc(LINGER_STAT_BACKFILL);
 }
 
 /* stopping(): charge a member's CPU time to its gang. */
-static void gang_note_stopping(s32 cpu, struct task_ctx *tctx, u64 now)
+static void gang_note_stopping(s32 cpu, struct task_ctx *tctx)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	struct linger_gang_stats *st;
+	u64 now;
 
 	if (cg && cg->running)
 		cg->running = 0;
 	if (!tctx || !tctx->gang || !tctx->run_start)
 		return;
+	now = scx_bpf_now();
 	st = lookup_gang_stats(tctx->gang - 1);
 	if (st && !time_before(now, tctx->run_start))
 		__sync_fetch_and_add(&st->cpu_ns, now - tctx->run_start);

@@ -425,7 +425,7 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 
 	/* Only a guest that is not on a guard grant may be kicked off. */
 	mark_guest_cpu(scx_bpf_task_cpu(p), class == LINGER_CLASS_GUEST && !granted);
-	gang_note_running(scx_bpf_task_cpu(p), tctx, scx_bpf_now());
+	gang_note_running(scx_bpf_task_cpu(p), tctx);
 
 	/* The class clock follows the vtime of whatever starts running. */
 	if (time_before(*clock, p->scx.dsq_vtime))
@@ -437,7 +437,7 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 
 	p->scx.dsq_vtime = charged_vtime(p, tctx, true);
-	gang_note_stopping(scx_bpf_task_cpu(p), tctx, scx_bpf_now());
+	gang_note_stopping(scx_bpf_task_cpu(p), tctx);
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->granted) {

@@ -199,35 +199,8 @@ impl Rotation {
 pub fn online_cpus() -> u32 {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
-        .and_then(|s| count_cpu_list(s.trim()))
+        .and_then(|s| scx_utils::read_cpulist(s.trim()).ok())
+        .map(|cpus| cpus.len() as u32)
+        .filter(|n| *n > 0)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
-}
-
-/// Count the CPUs in a kernel CPU list such as "0-3,6,8-9".
-pub fn count_cpu_list(list: &str) -> Option<u32> {
-    let mut n = 0u32;
-    for part in list.split(',').filter(|p| !p.is_empty()) {
-        n += match part.split_once('-') {
-            Some((a, b)) => b.parse::<u32>().ok()?.checked_sub(a.parse().ok()?)? + 1,
-            None => {
-                part.parse::<u32>().ok()?;
-                1
-            }
-        };
-    }
-    (n > 0).then_some(n)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn counts_kernel_cpu_lists() {
-        assert_eq!(count_cpu_list("0-3,6,8-9"), Some(7));
-        assert_eq!(count_cpu_list("0"), Some(1));
-        assert_eq!(count_cpu_list(""), None);
-        assert_eq!(count_cpu_list("3-1"), None);
-        assert_eq!(count_cpu_list("x"), None);
-    }
 }

@@ -85,6 +85,20 @@ fn job_threads(child: &Child, n: usize) -> Vec<i32> {
     tids
 }
 
+/// The gang tests are written for 2 vCPUs: check, and load scx_linger.
+fn start_on_two_cpus() -> Agent {
+    require_guest();
+    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
+    Agent::start(&[])
+}
+
+/// The scheduler survived the test: still enabled, and stops cleanly.
+fn stop_still_enabled(agent: Agent) {
+    assert_eq!(state(), "enabled");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
 /// Gang slots with the agent's defaults: 100 ms, and an open phase of 10%
 /// of the cycle (see gang.rs): two one-slot gangs cycle every 222.2 ms,
 /// in whole nanoseconds as the agent computes it (over 10^10 cycles since
@@ -105,9 +119,7 @@ fn off_boundary(t: f64) -> f64 {
 
 #[test]
 fn two_gangs_take_turns_together_on_the_clock() {
-    require_guest();
-    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
-    let agent = Agent::start(&[]);
+    let agent = start_on_two_cpus();
     let (a, b) = (TestCgroup::new("gang-a"), TestCgroup::new("gang-b"));
     tag(&a.rel, "gang");
     tag(&b.rel, "gang");
@@ -210,10 +222,8 @@ fn two_gangs_take_turns_together_on_the_clock() {
         finish(jb, Duration::from_secs(120)),
     );
     assert_eq!((ra.get("rounds"), rb.get("rounds")), (40000, 40000));
-    assert_eq!(state(), "enabled");
     assert!(agent.output().contains("gang table:"), "{}", agent.output());
-    let (status, out) = agent.stop();
-    assert!(status.success(), "{out}");
+    stop_still_enabled(agent);
 }
 
 #[test]
@@ -256,16 +266,12 @@ fn barrier_gangs_finish_near_ideal_time() {
         linger_wall / ideal,
         eevdf_wall / ideal
     );
-    assert_eq!(state(), "enabled");
-    let (status, out) = agent.stop();
-    assert!(status.success(), "{out}");
+    stop_still_enabled(agent);
 }
 
 #[test]
 fn a_sleeping_member_lends_its_cpu_to_a_guest() {
-    require_guest();
-    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
-    let agent = Agent::start(&[]);
+    let agent = start_on_two_cpus();
     let (g, guests) = (TestCgroup::new("gang-nap"), TestCgroup::new("guest-job"));
     tag(&g.rel, "gang");
     tag(&guests.rel, "guest");
@@ -300,17 +306,13 @@ fn a_sleeping_member_lends_its_cpu_to_a_guest() {
         p50 < base50 + 1000 && p99 < base99 + 5000,
         "a waking member waited {p50} / {p99} us (p50 / p99) for its CPU beside a guest, {base50} / {base99} us without"
     );
-    assert_eq!(state(), "enabled");
     drop(hog);
-    let (status, out) = agent.stop();
-    assert!(status.success(), "{out}");
+    stop_still_enabled(agent);
 }
 
 #[test]
 fn an_oversized_gang_is_reported_and_still_progresses() {
-    require_guest();
-    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
-    let agent = Agent::start(&[]);
+    let agent = start_on_two_cpus();
     let g = TestCgroup::new("gang-big");
     tag(&g.rel, "gang");
     let started = Instant::now();
@@ -329,8 +331,6 @@ fn an_oversized_gang_is_reported_and_still_progresses() {
         "the agent did not report the oversized gang: {}",
         agent.output()
     );
-    assert_eq!(state(), "enabled");
     assert!(ejections(&dmesg()).is_empty(), "{:?}", ejections(&dmesg()));
-    let (status, out) = agent.stop();
-    assert!(status.success(), "{out}");
+    stop_still_enabled(agent);
 }
