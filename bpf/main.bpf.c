@@ -319,8 +319,13 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
 		tctx = lookup_task_ctx(prev);
-		/* An ordinary primary: not a guest, not a member of a slotted gang. */
-		prev_ordinary = (!tctx || tctx->class == LINGER_CLASS_PRIMARY) &&
+		/*
+		 * An ordinary primary: not a guest, not a member of a slotted
+		 * gang. Its class is re-derived here, not taken from the cache:
+		 * a task kept on its CPU slice after slice never passes
+		 * enqueue(), and it may have moved or been relabelled since.
+		 */
+		prev_ordinary = task_class(prev, tctx) == LINGER_CLASS_PRIMARY &&
 				!sched_gang(tctx);
 	} else {
 		prev = NULL;

@@ -11,7 +11,13 @@
  * moves every task whose class changed into its new class's DSQ, level
  * with the new class's clock. The same holds when the gang table gives a
  * gang a slot or takes it away.
- * Running tasks pick up the change when their slice ends.
+ *
+ * A running task picks up a relabel when its slice ends: dispatch()
+ * re-derives its class before deciding whether it may keep its CPU. A
+ * task that moves to another cgroup while it runs has its CPU kicked at
+ * once: a job started in a primary cgroup and then moved into a guest
+ * one (how batch systems place work) must not hold a CPU as a primary
+ * for the rest of its slice while primaries wait.
  */
 #ifndef __SCX_LINGER_RECLASSIFY_BPF_H
 #define __SCX_LINGER_RECLASSIFY_BPF_H
@@ -28,6 +34,8 @@ int BPF_PROG(linger_cgroup_attach, struct cgroup *dst, const char *path,
 	     struct task_struct *task, bool threadgroup)
 {
 	__sync_fetch_and_add(&move_gen, 1);
+	if (scx_bpf_task_running(task))
+		scx_bpf_kick_cpu(scx_bpf_task_cpu(task), SCX_KICK_PREEMPT);
 	return 0;
 }
 

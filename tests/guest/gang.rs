@@ -271,7 +271,12 @@ fn barrier_gangs_finish_near_ideal_time() {
 
 #[test]
 fn a_sleeping_member_lends_its_cpu_to_a_guest() {
-    let agent = start_on_two_cpus();
+    require_guest();
+    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
+    // Guests get 1 s slices: a member that had to wait for the guest's
+    // slice to end (or for the next slot boundary, 100 ms) instead of
+    // taking its CPU back would be late by far more than emulation noise.
+    let agent = Agent::start(&["--guest-slice-us", "1000000"]);
     let (g, guests) = (TestCgroup::new("gang-nap"), TestCgroup::new("guest-job"));
     tag(&g.rel, "gang");
     tag(&guests.rel, "guest");
@@ -303,8 +308,8 @@ fn a_sleeping_member_lends_its_cpu_to_a_guest() {
         share * 100.0
     );
     assert!(
-        p50 < base50 + 1000 && p99 < base99 + 5000,
-        "a waking member waited {p50} / {p99} us (p50 / p99) for its CPU beside a guest, {base50} / {base99} us without"
+        p50 < base50 + 1000 && p99 < base99.max(5000) + 15_000,
+        "a waking member waited {p50} / {p99} us (p50 / p99) for its CPU beside a guest with 1 s slices, {base50} / {base99} us without"
     );
     drop(hog);
     stop_still_enabled(agent);

@@ -38,22 +38,59 @@ fn mount_tracefs() {
     }
 }
 
-/// Record sched_switch for `window` with trace clock `clock` ("mono",
-/// "tai", ...) and return the run intervals seen.
-pub fn record_switches(window: Duration, clock: &str) -> Vec<Run> {
+/// Record the sched `events` for `window` with trace clock `clock`
+/// ("mono", "tai", ...) and return the trace text.
+fn record(window: Duration, clock: &str, events: &[&str]) -> String {
     mount_tracefs();
     write("tracing_on", "0");
     write("trace_clock", clock);
     write("buffer_size_kb", "8192");
-    write("events/sched/sched_switch/enable", "1");
+    for e in events {
+        write(&format!("events/sched/{e}/enable"), "1");
+    }
     write("trace", "");
     write("tracing_on", "1");
     std::thread::sleep(window);
     write("tracing_on", "0");
     let text = fs::read_to_string(Path::new(TRACEFS).join("trace")).expect("reading the trace");
-    write("events/sched/sched_switch/enable", "0");
+    for e in events {
+        write(&format!("events/sched/{e}/enable"), "0");
+    }
     write("trace_clock", "local");
-    runs_from_trace(&text)
+    text
+}
+
+/// Record sched_switch for `window` on trace clock `clock` and return the
+/// run intervals seen.
+pub fn record_switches(window: Duration, clock: &str) -> Vec<Run> {
+    runs_from_trace(&record(window, clock, &["sched_switch"]))
+}
+
+/// For `window`: how long each wake-up of one of `tids` waited before the
+/// task ran (seconds), from sched_wakeup to the sched_switch onto it.
+pub fn record_wake_waits(window: Duration, tids: &[i32]) -> Vec<f64> {
+    wake_waits(&record(window, "mono", &["sched_wakeup", "sched_switch"]), tids)
+}
+
+/// One trace line: (cpu, timestamp, event name, the event's fields).
+fn parse_line(line: &str) -> Option<(u32, f64, &str, &str)> {
+    let (head, rest) = line.split_once(": sched_")?;
+    let (event, fields) = rest.split_once(": ")?;
+    let cpu = head.split('[').nth(1)?.split(']').next()?.trim().parse().ok()?;
+    let ts = head.split_whitespace().last()?.trim_end_matches(':').parse().ok()?;
+    Some((cpu, ts, event, fields))
+}
+
+/// The integer after `key=` in a trace event's fields.
+fn field(fields: &str, key: &str) -> Option<i32> {
+    fields
+        .split(&format!(" {key}="))
+        .nth(1)
+        .or_else(|| fields.strip_prefix(&format!("{key}=")))?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
 
 /// Parse `trace` text: each sched_switch ends prev's run on that CPU and
@@ -61,31 +98,8 @@ pub fn record_switches(window: Duration, clock: &str) -> Vec<Run> {
 pub fn runs_from_trace(text: &str) -> Vec<Run> {
     let mut open: HashMap<u32, (i32, f64)> = HashMap::new();
     let mut runs = Vec::new();
-    for line in text.lines() {
-        let Some((head, event)) = line.split_once(": sched_switch: ") else {
-            continue;
-        };
-        let Some(cpu) = head
-            .split('[')
-            .nth(1)
-            .and_then(|r| r.split(']').next())
-            .and_then(|c| c.trim().parse::<u32>().ok())
-        else {
-            continue;
-        };
-        let Some(ts) = head
-            .split_whitespace()
-            .last()
-            .and_then(|t| t.trim_end_matches(':').parse::<f64>().ok())
-        else {
-            continue;
-        };
-        let Some(next_pid) = event
-            .split("next_pid=")
-            .nth(1)
-            .and_then(|r| r.split_whitespace().next())
-            .and_then(|p| p.parse::<i32>().ok())
-        else {
+    for (cpu, ts, event, fields) in text.lines().filter_map(parse_line) {
+        let Some(next_pid) = field(fields, "next_pid").filter(|_| event == "switch") else {
             continue;
         };
         if let Some((pid, start)) = open.insert(cpu, (next_pid, ts)) {
@@ -97,6 +111,28 @@ pub fn runs_from_trace(text: &str) -> Vec<Run> {
         }
     }
     runs
+}
+
+/// Wake-up to running, for each wake-up of one of `tids` in `text`.
+pub fn wake_waits(text: &str, tids: &[i32]) -> Vec<f64> {
+    let mut woken: HashMap<i32, f64> = HashMap::new();
+    let mut waits = Vec::new();
+    for (_, ts, event, fields) in text.lines().filter_map(parse_line) {
+        match event {
+            "wakeup" => {
+                if let Some(pid) = field(fields, "pid").filter(|p| tids.contains(p)) {
+                    woken.entry(pid).or_insert(ts);
+                }
+            }
+            "switch" => {
+                if let Some(t0) = field(fields, "next_pid").and_then(|p| woken.remove(&p)) {
+                    waits.push(ts - t0);
+                }
+            }
+            _ => {}
+        }
+    }
+    waits
 }
 
 /// The parts of `runs` at times where `keep` holds, sampled every 100 us
