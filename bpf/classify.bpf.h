@@ -40,7 +40,11 @@ struct task_ctx {
 	u32	vclass;		/* class whose clock its vtime follows */
 	u32	counted;	/* gang (+1) whose nr_runnable counts this task */
 	u64	slot_seq;	/* gang slot in which it last started running */
-	u64	run_start;	/* when it last started running (gang members) */
+	u64	run_start;	/* when it last started running */
+	u64	job;		/* cached job: cgroup id its accounting goes to */
+	u64	ready_at;	/* when it last became ready to run (run delay) */
+	u64	runnable_job;	/* job whose nr_runnable counts this task */
+	u64	running_job;	/* job whose nr_running counts this task */
 	u32	cgw;		/* cached cpu.weight of its cgroup */
 	u64	wgen;		/* weight_gen the cached cgw is for */
 	bool	granted;	/* running on a starvation-guard grant */
@@ -58,11 +62,17 @@ static struct task_ctx *lookup_task_ctx(const struct task_struct *p)
 	return bpf_task_storage_get(&task_ctxs, (struct task_struct *)p, 0, 0);
 }
 
+/* The root cgroup's id: kernel threads and the system itself. */
+#define ROOT_CGROUP_ID	1ULL
+
 /*
  * Label of the nearest labelled cgroup at or above @cgrp: its class, and
- * its gang if it is one (a gang is the whole subtree of its cgroup).
+ * its gang if it is one (a gang is the whole subtree of its cgroup). The
+ * job the task's CPU time is accounted to goes to *@job: that labelled
+ * cgroup, or without one the top-level cgroup (a slice, a job manager's
+ * root), or the root.
  */
-static struct linger_label cgroup_label(struct cgroup *cgrp)
+static struct linger_label cgroup_label(struct cgroup *cgrp, u64 *job)
 {
 	struct linger_label none = { .class = default_class, .gang = 0 };
 	int level = BPF_CORE_READ(cgrp, level);
@@ -72,6 +82,7 @@ static struct linger_label cgroup_label(struct cgroup *cgrp)
 	 * The root cgroup holds kernel threads and the system itself: always
 	 * primary, whatever the default for unlabelled jobs is.
 	 */
+	*job = ROOT_CGROUP_ID;
 	if (level <= 0) {
 		none.class = LINGER_CLASS_PRIMARY;
 		return none;
@@ -89,6 +100,8 @@ static struct linger_label cgroup_label(struct cgroup *cgrp)
 		if (!anc)
 			break;
 		id = BPF_CORE_READ(anc, kn, id);
+		/* The walk ends at level 1: the job of an unlabelled task. */
+		*job = id;
 		label = bpf_map_lookup_elem(&cgrp_class, &id);
 		if (label && label->class < LINGER_NR_CLASSES)
 			return *label;
@@ -111,12 +124,14 @@ static u32 task_class(const struct task_struct *p, struct task_ctx *tctx)
 		return LINGER_CLASS_PRIMARY;
 	if (p->flags & PF_KTHREAD) {
 		tctx->gang = 0;
+		tctx->job = ROOT_CGROUP_ID;
 		return tctx->class = LINGER_CLASS_PRIMARY;
 	}
 
 	cgrp = BPF_CORE_READ(p, cgroups, dfl_cgrp);
 	if (!cgrp) {
 		tctx->gang = 0;
+		tctx->job = ROOT_CGROUP_ID;
 		return tctx->class = LINGER_CLASS_PRIMARY;
 	}
 	cgid = BPF_CORE_READ(cgrp, kn, id);
@@ -124,7 +139,7 @@ static u32 task_class(const struct task_struct *p, struct task_ctx *tctx)
 	if (tctx->cgid == cgid && tctx->gen == gen)
 		return tctx->class;
 
-	label = cgroup_label(cgrp);
+	label = cgroup_label(cgrp, &tctx->job);
 	tctx->class = label.class;
 	tctx->gang = label.gang <= LINGER_MAX_GANGS ? label.gang : 0;
 	tctx->cgid = cgid;

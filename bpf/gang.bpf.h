@@ -216,19 +216,6 @@ static u64 task_dsq(const struct task_ctx *tctx, u32 class)
 	return gang ? GANG_DSQ(gang - 1) : class;
 }
 
-/* log2 bucket of @ns: bucket b holds [2^b, 2^(b+1)) ns. */
-static void hist_add(u64 *hist, u64 ns)
-{
-	u32 b = 0;
-
-	bpf_for(b, 0, LINGER_HIST_BUCKETS - 1) {
-		if (!(ns >> (b + 1)))
-			break;
-	}
-	if (b < LINGER_HIST_BUCKETS)
-		hist[b]++;
-}
-
 /* A member starts running (or keeps its CPU) while its gang is active. */
 static void gang_note_start(struct task_ctx *tctx, u32 g, u64 now)
 {
@@ -608,13 +595,12 @@ static void gang_uncount_runnable(struct task_ctx *tctx)
 /*
  * running(): what this CPU runs now, for members looking for room. Runs
  * at every context switch: it writes the CPU's shared entry only when
- * something changes, and reads the clock only for gang members.
+ * something changes.
  */
-static void gang_note_running(s32 cpu, struct task_ctx *tctx)
+static void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	u32 gang = sched_gang(tctx), running = 0;
-	u64 now;
 
 	if (tctx)
 		gang_count_runnable(tctx);
@@ -622,13 +608,9 @@ static void gang_note_running(s32 cpu, struct task_ctx *tctx)
 		return;
 	if (cg->reserved)
 		cg->reserved = 0;
-	if (tctx && tctx->gang) {
-		now = scx_bpf_now();
-		tctx->run_start = now;
-		if (gang && gang_is_active(tctx->class, gang - 1)) {
-			running = gang;
-			gang_note_start(tctx, gang - 1, now);
-		}
+	if (gang && gang_is_active(tctx->class, gang - 1)) {
+		running = gang;
+		gang_note_start(tctx, gang - 1, now);
 	}
 	if (cg->running != running)
 		cg->running = running;
@@ -636,22 +618,38 @@ static void gang_note_running(s32 cpu, struct task_ctx *tctx)
 		stat_inc(LINGER_STAT_BACKFILL);
 }
 
-/* stopping(): charge a member's CPU time to its gang. */
-static void gang_note_stopping(s32 cpu, struct task_ctx *tctx)
+/*
+ * stopping(): charge a member's @ran ns of CPU to its gang, or a
+ * non-member's, run during a primary gang slot, to the slot's gangs as
+ * back-fill: the capacity the gap would otherwise have wasted.
+ */
+static void gang_note_stopping(s32 cpu, struct task_ctx *tctx, u64 ran)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	struct linger_gang_stats *st;
-	u64 now;
+	bool member = cg && cg->running;
+	u64 mask = active_primary;
+	u32 g;
 
-	if (cg && cg->running)
+	if (member)
 		cg->running = 0;
-	if (!tctx || !tctx->gang || !tctx->run_start)
+	if (!ran)
 		return;
-	now = scx_bpf_now();
-	st = lookup_gang_stats(tctx->gang - 1);
-	if (st && !time_before(now, tctx->run_start))
-		__sync_fetch_and_add(&st->cpu_ns, now - tctx->run_start);
-	tctx->run_start = 0;
+	if (tctx && tctx->gang) {
+		st = lookup_gang_stats(tctx->gang - 1);
+		if (st)
+			__sync_fetch_and_add(&st->cpu_ns, ran);
+	}
+	if (member || !mask || gang_open)
+		return;
+	account_backfill(ran);
+	bpf_for(g, 0, LINGER_MAX_GANGS) {
+		if (!(mask & GANG_BIT(g)))
+			continue;
+		st = lookup_gang_stats(g);
+		if (st)
+			__sync_fetch_and_add(&st->backfill_ns, ran);
+	}
 }
 
 /* dispatch() begins: a reservation on this CPU has served its purpose. */

@@ -41,8 +41,10 @@ enum linger_consts {
 	LINGER_MAX_GANGS	= 64,
 	/* DSQ of gang g (0-based) is LINGER_GANG_DSQ_BASE + g. */
 	LINGER_GANG_DSQ_BASE	= 256,
-	/* log2 buckets of the skew and switch-latency histograms (ns). */
+	/* log2 buckets of the skew, switch-latency and run-delay histograms (ns). */
 	LINGER_HIST_BUCKETS	= 32,
+	/* Jobs (cgroups) the per-job accounting map can hold. */
+	LINGER_MAX_JOBS		= 16384,
 };
 
 /*
@@ -101,8 +103,56 @@ struct linger_gang_stats {
 	u64	partial;	/* slots in which fewer members started than were runnable */
 	u64	displaced;	/* members pushed off their CPU by a higher class */
 	u64	cpu_ns;		/* CPU time of its members */
+	u64	backfill_ns;	/* CPU time non-members ran during its slots */
 	u64	skew_hist[LINGER_HIST_BUCKETS];		/* first to last member start */
 	u64	switch_hist[LINGER_HIST_BUCKETS];	/* slot boundary to first member start */
+};
+
+/*
+ * What CPU time is accounted to: the class a task's label gives it, with
+ * gangs apart from ordinary work of their tier. The values match the
+ * labels operators write (primary, guest, gang, guest-gang).
+ */
+enum linger_acct {
+	LINGER_ACCT_PRIMARY	= 0,
+	LINGER_ACCT_GUEST	= 1,
+	LINGER_ACCT_GANG	= 2,
+	LINGER_ACCT_GUEST_GANG	= 3,
+	LINGER_NR_ACCTS		= 4,
+};
+
+/*
+ * Per-CPU accounting (array map cpu_accts, one entry, per-CPU): each CPU
+ * adds to its own copy only, so the hot path shares no cache line; the
+ * agent sums the CPUs. Run delay is the time from becoming ready to run
+ * (a wake-up, or a preemption that left the task runnable) to running,
+ * the same interval the kernel's schedstat run_delay sums.
+ */
+struct linger_cpu_acct {
+	u64	cpu_ns[LINGER_NR_ACCTS];
+	u64	runs[LINGER_NR_ACCTS];		/* times a task started running */
+	u64	delay_ns[LINGER_NR_ACCTS];	/* sum of run delays */
+	u64	delay_hist[LINGER_NR_ACCTS][LINGER_HIST_BUCKETS];
+	u64	backfill_ns;	/* non-members on CPUs during primary gang slots */
+};
+
+/*
+ * Per-job accounting (hash map job_accts, keyed by the job's cgroup id).
+ * A task's job is the labelled cgroup its class comes from; a task that
+ * no label reaches belongs to its top-level cgroup (system.slice,
+ * user.slice, ...), and the root cgroup's tasks to the root. The BPF side
+ * creates an entry when a job first runs; the agent deletes the entries
+ * of cgroups that no longer exist. Shared between the CPUs that run the
+ * job's threads, so these are atomic adds: a job's own threads are the
+ * only ones that touch its cache line.
+ */
+struct linger_job_acct {
+	u64	cpu_ns;
+	s64	nr_runnable;	/* threads runnable (queued or running) now */
+	s64	nr_running;	/* threads on a CPU now */
+	u64	running_hw;	/* most threads on CPUs at once, ever */
+	u64	runs;
+	u64	delay_hist[LINGER_HIST_BUCKETS];
 };
 
 /*

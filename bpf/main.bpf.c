@@ -70,6 +70,13 @@ const volatile u64 watchdog_ns = LINGER_DEFAULT_WATCHDOG_MS * 1000000;
 /* Class of tasks in cgroups that no label reaches (root's stay primary). */
 const volatile u32 default_class = LINGER_CLASS_PRIMARY;
 
+/*
+ * Per-class and per-job accounting for the operator's view (account.bpf.h).
+ * Off, the scheduler decides the same way; only the figures are missing.
+ * It exists so that the cost of counting can be measured.
+ */
+const volatile bool accounting = true;
+
 /* Exit information the agent reports when the scheduler stops. */
 UEI_DEFINE(uei);
 
@@ -111,6 +118,7 @@ static u64 *class_vtime_now(u32 class)
 
 #include "stats.bpf.h"
 #include "classify.bpf.h"
+#include "account.bpf.h"
 #include "preempt.bpf.h"
 #include "weight.bpf.h"
 
@@ -398,6 +406,7 @@ void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
 
 	if (tctx)
 		gang_count_runnable(tctx);
+	account_runnable(tctx, scx_bpf_now());
 
 	/*
 	 * A task waking from sleep may bank at most one slice of vtime over
@@ -416,6 +425,7 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	struct cpu_ctx *cctx = lookup_cpu_ctx();
 	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
 	u64 *clock = class_vtime_now(class);
+	u64 now = scx_bpf_now();
 	bool granted = false;
 
 	if (cctx) {
@@ -430,7 +440,8 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 
 	/* Only a guest that is not on a guard grant may be kicked off. */
 	mark_guest_cpu(scx_bpf_task_cpu(p), class == LINGER_CLASS_GUEST && !granted);
-	gang_note_running(scx_bpf_task_cpu(p), tctx);
+	account_running(tctx, now);
+	gang_note_running(scx_bpf_task_cpu(p), tctx, now);
 
 	/* The class clock follows the vtime of whatever starts running. */
 	if (time_before(*clock, p->scx.dsq_vtime))
@@ -440,9 +451,10 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
+	u64 ran = account_stopping(tctx, runnable, scx_bpf_now());
 
 	p->scx.dsq_vtime = charged_vtime(p, tctx, true);
-	gang_note_stopping(scx_bpf_task_cpu(p), tctx);
+	gang_note_stopping(scx_bpf_task_cpu(p), tctx, ran);
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->granted) {
@@ -458,6 +470,7 @@ void BPF_STRUCT_OPS(linger_quiescent, struct task_struct *p, u64 deq_flags)
 
 	if (tctx)
 		gang_uncount_runnable(tctx);
+	account_quiescent(tctx);
 }
 
 /*

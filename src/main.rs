@@ -6,6 +6,7 @@
 //! with the cgroups and report until asked to stop or until the kernel
 //! ejects it, detach, report why it ended. `tag`, `untag` and `ls` are how
 //! an operator labels jobs; they work with or without a running agent.
+mod agent_log;
 mod bpf_intf;
 mod bpf_skel;
 mod cgroups;
@@ -13,10 +14,16 @@ mod class;
 mod config;
 mod gang;
 mod labels;
+mod metrics;
 mod preflight;
+mod report;
 mod rotation;
+mod sampler;
 mod scheduler;
 mod stats;
+mod stats_server;
+mod top;
+mod top_view;
 
 use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
@@ -32,6 +39,7 @@ use class::Class;
 use config::Config;
 use preflight::Caps;
 use rotation::Rotation;
+use sampler::{Labelled, Sampler};
 use scheduler::{Exit, Scheduler, Tunables};
 use stats::Counters;
 
@@ -64,6 +72,27 @@ enum Command {
     },
     /// Remove a cgroup's labels (root removes both; a user, the user. one).
     Untag { cgroup: String },
+    /// Print the running agent's stats (classes, jobs, gangs).
+    Stats {
+        /// One JSON document per reading (schema: src/report.rs).
+        #[arg(long)]
+        json: bool,
+        /// Keep printing a reading every S seconds.
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..=3600))]
+        interval: Option<u64>,
+        /// Stop after N readings (with --interval).
+        #[arg(long)]
+        count: Option<u64>,
+        /// The agent's stats socket.
+        #[arg(long, default_value = stats_server::SOCKET)]
+        socket: PathBuf,
+    },
+    /// Full-screen live view of the running agent's stats (q quits).
+    Top {
+        /// The agent's stats socket.
+        #[arg(long, default_value = stats_server::SOCKET)]
+        socket: PathBuf,
+    },
     /// List labelled cgroups with their effective class and its source.
     Ls {
         /// Every cgroup, labelled or not.
@@ -127,6 +156,25 @@ struct RunArgs {
     #[arg(long, default_value_t = 0)]
     stats: u64,
 
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g.
+    /// 127.0.0.1:9464). Off by default; bind to loopback unless the
+    /// network in between is trusted.
+    #[arg(long, value_name = "ADDR")]
+    metrics_addr: Option<String>,
+
+    /// Where `stats` and `top` reach the agent.
+    #[arg(long, default_value = stats_server::SOCKET)]
+    stats_socket: PathBuf,
+
+    /// Let this group read the stats socket (default: root only).
+    #[arg(long, value_name = "GROUP")]
+    stats_group: Option<String>,
+
+    /// Turn off per-class and per-job accounting in BPF (to measure what
+    /// counting costs; stats then show no CPU figures).
+    #[arg(long)]
+    no_accounting: bool,
+
     /// Verbose: log libbpf's messages (verifier output on load failures).
     #[arg(short, long)]
     verbose: bool,
@@ -135,7 +183,7 @@ struct RunArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbose = matches!(&cli.command, Command::Run(a) if a.verbose);
-    init_logging(verbose);
+    agent_log::init(verbose);
     let result = match cli.command {
         Command::Run(args) => run(&args).map(|exit| match exit {
             Exit::Requested => ExitCode::SUCCESS,
@@ -159,6 +207,13 @@ fn main() -> ExitCode {
         Command::Untag { cgroup } => cgroups::cgroup2_mount()
             .and_then(|m| labels::untag(&m, &cgroup, Caps::current()))
             .map(print_ok),
+        Command::Stats {
+            json,
+            interval,
+            count,
+            socket,
+        } => print_stats(&socket, json, interval, count).map(|_| ExitCode::SUCCESS),
+        Command::Top { socket } => top::run(&socket).map(|_| ExitCode::SUCCESS),
         Command::Ls { all, config } => Config::load(config.as_deref())
             .and_then(|cfg| labels::ls(&cgroups::cgroup2_mount()?, &cfg, all))
             .map(|table| {
@@ -177,21 +232,25 @@ fn print_ok(msg: String) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn init_logging(verbose: bool) {
-    let level = if verbose {
-        simplelog::LevelFilter::Debug
-    } else {
-        simplelog::LevelFilter::Info
-    };
-    // Plain lines on stderr, whether or not it is a terminal: the agent
-    // usually runs under systemd or a job script that keeps a log.
-    let _ = simplelog::WriteLogger::init(
-        level,
-        simplelog::ConfigBuilder::new()
-            .set_time_level(simplelog::LevelFilter::Off)
-            .build(),
-        std::io::stderr(),
-    );
+/// `scx_linger stats`: one reading, or one every `interval` seconds.
+fn print_stats(socket: &Path, json: bool, interval: Option<u64>, count: Option<u64>) -> Result<()> {
+    let mut printed = 0;
+    loop {
+        let snap = stats_server::fetch(socket, false)?;
+        if json {
+            println!("{}", serde_json::to_string(&snap)?);
+        } else {
+            print!("{}", snap.text());
+        }
+        printed += 1;
+        let Some(secs) = interval else {
+            return Ok(());
+        };
+        if count.is_some_and(|n| printed >= n) {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_secs(secs));
+    }
 }
 
 /// What wakes the run loop.
@@ -233,8 +292,21 @@ fn run(args: &RunArgs) -> Result<Exit> {
         guard_interval: Duration::from_millis(args.guard_interval_ms),
         guard_slice: Duration::from_micros(args.guard_slice_us),
         default_class: cfg.default_class,
+        accounting: !args.no_accounting,
         libbpf_verbose: args.verbose,
     };
+    // The stats socket and the metrics endpoint come up before the
+    // scheduler, so a bad address or group changes nothing.
+    let latest: stats_server::Latest = Default::default();
+    let _socket = stats_server::serve(
+        &args.stats_socket,
+        args.stats_group.as_deref(),
+        latest.clone(),
+    )?;
+    if let Some(addr) = &args.metrics_addr {
+        metrics::serve(addr, latest.clone())?;
+        info!("metrics at http://{addr}/metrics");
+    }
     let mut storage = MaybeUninit::uninit();
     let mut sched = Scheduler::load(&mut storage, &tunables)?;
     let _pid_file = PidFile::create(Path::new(labels::PID_FILE));
@@ -242,7 +314,9 @@ fn run(args: &RunArgs) -> Result<Exit> {
         info!("config {} ({} rules)", p.display(), cfg.rules.len());
     }
     let mut rotation = Rotation::new(Duration::from_millis(args.slot_ms), args.gang_open_pct);
-    sync_labels(&mut sched, &mut rotation, &mount, &cfg);
+    let mut labelled = Labelled::default();
+    sync_labels(&mut sched, &mut rotation, &mut labelled, &mount, &cfg);
+    let mut sampler = Sampler::new();
     println!("scx_linger: scheduler enabled");
 
     let rescan_every = Duration::from_millis(args.rescan_ms);
@@ -252,11 +326,14 @@ fn run(args: &RunArgs) -> Result<Exit> {
     // the members' next scheduling events: repack soon after one.
     let mut next_repack = Instant::now() + Duration::from_millis(200);
     let mut next_stats = Instant::now() + stats_every;
+    let mut next_sample = Instant::now();
     let mut last = Counters::default();
     let mut requested = false;
     while !sched.exited() {
         // Wake at least every 100 ms to notice the kernel ejecting us.
-        let mut wake = next_rescan.min(Instant::now() + Duration::from_millis(100));
+        let mut wake = next_rescan
+            .min(next_sample)
+            .min(Instant::now() + Duration::from_millis(100));
         if args.stats > 0 {
             wake = wake.min(next_stats);
         }
@@ -270,7 +347,7 @@ fn run(args: &RunArgs) -> Result<Exit> {
         }
         let now = Instant::now();
         if now >= next_rescan {
-            if sync_labels(&mut sched, &mut rotation, &mount, &cfg) {
+            if sync_labels(&mut sched, &mut rotation, &mut labelled, &mount, &cfg) {
                 next_repack = next_repack.min(now + Duration::from_millis(200));
             }
             next_rescan = now + rescan_every;
@@ -280,6 +357,13 @@ fn run(args: &RunArgs) -> Result<Exit> {
                 warn!("gang table update failed, keeping the previous one: {e:#}");
             }
             next_repack = now + rescan_every;
+        }
+        if now >= next_sample {
+            let snap = sampler.sample(&sched, &rotation, &labelled);
+            if let Ok(mut l) = latest.lock() {
+                *l = Some(snap);
+            }
+            next_sample = now + SAMPLE_EVERY;
         }
         if args.stats > 0 && now >= next_stats {
             next_stats = now + stats_every;
@@ -304,10 +388,19 @@ fn run(args: &RunArgs) -> Result<Exit> {
     Ok(exit)
 }
 
-/// Rescan the cgroup tree and hand the labels to BPF. A failure keeps the
-/// labels BPF already has: scheduling never waits on the agent. Returns
-/// true if any label changed.
-fn sync_labels(sched: &mut Scheduler, rotation: &mut Rotation, mount: &Path, cfg: &Config) -> bool {
+/// How often the stats are read (what `top` refreshes at).
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+
+/// Rescan the cgroup tree and hand the labels to BPF; keep the scan in
+/// `labelled` for the stats. A failure keeps the labels BPF already has:
+/// scheduling never waits on the agent. Returns true if any label changed.
+fn sync_labels(
+    sched: &mut Scheduler,
+    rotation: &mut Rotation,
+    labelled: &mut Labelled,
+    mount: &Path,
+    cfg: &Config,
+) -> bool {
     let started = Instant::now();
     let result = cgroups::scan(mount, cfg).and_then(|cgs| {
         let resolved = cgroups::resolve_all(&cgs, cfg.default_class);
@@ -317,6 +410,10 @@ fn sync_labels(sched: &mut Scheduler, rotation: &mut Rotation, mount: &Path, cfg
         let counts = [Class::Primary, Class::Guest, Class::Gang, Class::GuestGang]
             .map(|c| format!("{} {c}", count(c)))
             .join(", ");
+        *labelled = Labelled {
+            at: Some(started),
+            cgroups: resolved,
+        };
         Ok((cgs.len(), want.len(), counts, changed))
     });
     match result {

@@ -11,7 +11,8 @@ use anyhow::Result;
 use log::{info, warn};
 
 use crate::cgroups::Resolved;
-use crate::gang::{self, GangLabel, GangLoad, Numbers, Sizes};
+use crate::gang::{self, GangLabel, GangLoad, Numbers, Sizes, Table};
+use crate::report::{percentile_us, GangStats, RotationView, SlotView};
 use crate::scheduler::{Label, Scheduler};
 
 pub struct Rotation {
@@ -159,40 +160,90 @@ impl Rotation {
 }
 
 impl Rotation {
-    /// One line per gang: slots, partial starts, skew and switch latency
-    /// (from the BPF histograms), members' CPU time.
-    pub fn summary(&self, sched: &Scheduler) -> Vec<String> {
-        let us = |d: Option<Duration>| d.map_or("-".into(), |d| format!("{}", d.as_micros()));
+    /// Each gang's figures, from its BPF counters and histograms.
+    pub fn gang_stats(&self, sched: &Scheduler) -> Vec<GangStats> {
         let mut out = Vec::new();
-        let mut gangs: Vec<&GangLabel> = self.gangs.iter().collect();
-        gangs.sort_by(|a, b| a.rel.cmp(&b.rel));
-        for g in gangs {
+        for g in &self.gangs {
             let Some(n) = self.numbers.get(g.id) else {
                 continue;
             };
             let Ok(st) = sched.gang_stat(n) else {
                 continue;
             };
-            let partial_pct = if st.slots > 0 {
-                st.partial as f64 * 100.0 / st.slots as f64
-            } else {
-                0.0
-            };
-            out.push(format!(
-                "gang /{}: {} slots, {} partial starts ({partial_pct:.2}%), {} members displaced, skew p50 <{} us p99 <{} us, boundary to first member p50 <{} us p99 <{} us, cpu {:.2} s",
-                g.rel,
-                st.slots,
-                st.partial,
-                st.displaced,
-                us(gang::hist_percentile(&st.skew_hist, 50)),
-                us(gang::hist_percentile(&st.skew_hist, 99)),
-                us(gang::hist_percentile(&st.switch_hist, 50)),
-                us(gang::hist_percentile(&st.switch_hist, 99)),
-                st.cpu_ns as f64 / 1e9
-            ));
+            out.push(GangStats {
+                path: format!("/{}", g.rel),
+                class: g.class.to_string(),
+                size: self.sizes.size(n),
+                slots: st.slots,
+                partial_starts: st.partial,
+                displaced: st.displaced,
+                cpu_seconds: st.cpu_ns as f64 / 1e9,
+                backfill_seconds: st.backfill_ns as f64 / 1e9,
+                skew_p50_us: percentile_us(&st.skew_hist, 50),
+                skew_p99_us: percentile_us(&st.skew_hist, 99),
+                switch_p50_us: percentile_us(&st.switch_hist, 50),
+                switch_p99_us: percentile_us(&st.switch_hist, 99),
+            });
         }
+        out.sort_by(|a, b| a.path.cmp(&b.path));
         out
     }
+
+    /// One line per gang for the log: slots, partial starts, skew and
+    /// switch latency, members' CPU time.
+    pub fn summary(&self, sched: &Scheduler) -> Vec<String> {
+        let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
+        self.gang_stats(sched)
+            .iter()
+            .map(|g| {
+                let partial_pct = if g.slots > 0 {
+                    g.partial_starts as f64 * 100.0 / g.slots as f64
+                } else {
+                    0.0
+                };
+                format!(
+                    "gang {}: {} slots, {} partial starts ({partial_pct:.2}%), {} members displaced, skew p50 <{} us p99 <{} us, boundary to first member p50 <{} us p99 <{} us, cpu {:.2} s, backfill {:.2} s",
+                    g.path,
+                    g.slots,
+                    g.partial_starts,
+                    g.displaced,
+                    us(g.skew_p50_us),
+                    us(g.skew_p99_us),
+                    us(g.switch_p50_us),
+                    us(g.switch_p99_us),
+                    g.cpu_seconds,
+                    g.backfill_seconds
+                )
+            })
+            .collect()
+    }
+}
+
+/// The slot tables as the stats show them, with where each cycle stands
+/// at CLOCK_TAI `tai`.
+pub fn rotation_views(table: &Table, tai: Duration) -> Vec<RotationView> {
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    table
+        .tiers
+        .iter()
+        .zip(["gang", "guest-gang"])
+        .filter(|(rot, _)| !rot.cycle.is_zero())
+        .map(|(rot, tier)| RotationView {
+            tier: tier.into(),
+            cycle_ms: ms(rot.cycle),
+            open_ms: ms(rot.open),
+            position_ms: (tai.as_nanos() % rot.cycle.as_nanos()) as f64 / 1e6,
+            slots: rot
+                .slots
+                .iter()
+                .map(|s| SlotView {
+                    start_ms: ms(s.start),
+                    len_ms: ms(s.len),
+                    gangs: s.names.iter().map(|n| format!("/{n}")).collect(),
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// CPUs online now (the gang packing's capacity).

@@ -49,6 +49,19 @@ fn pod_bytes<T: Copy>(v: &T) -> &[u8] {
     unsafe { std::slice::from_raw_parts((v as *const T).cast::<u8>(), std::mem::size_of::<T>()) }
 }
 
+/// A plain-old-data struct shared with BPF from a map value's bytes (a
+/// short value leaves the rest zero).
+fn from_bytes<T: Copy>(raw: &[u8]) -> T {
+    // SAFETY: only used on bindgen structs of integers, for which all-zero
+    // and any bytes are valid values; at most size_of::<T>() bytes are copied.
+    unsafe {
+        let mut v: T = std::mem::zeroed();
+        let n = raw.len().min(std::mem::size_of::<T>());
+        std::ptr::copy_nonoverlapping(raw.as_ptr(), (&mut v as *mut T).cast::<u8>(), n);
+        v
+    }
+}
+
 /// Volatile read-modify-write of a u64/u32 in the mmapped .bss.
 macro_rules! bss_update {
     ($skel:expr, $field:ident, |$v:ident| $e:expr) => {{
@@ -75,6 +88,8 @@ pub struct Tunables {
     pub guard_interval: Duration,
     pub guard_slice: Duration,
     pub default_class: Class,
+    /// Per-class and per-job accounting (account.bpf.h).
+    pub accounting: bool,
     pub libbpf_verbose: bool,
 }
 
@@ -123,6 +138,7 @@ impl<'obj> Scheduler<'obj> {
         rodata.guard_slice_ns = ns(t.guard_slice);
         rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
         rodata.default_class = t.default_class.bpf_value();
+        rodata.accounting = t.accounting;
 
         let mut skel = scx_ops_load!(open, linger_ops, uei)?;
         let link = scx_ops_attach!(skel, linger_ops)?;
@@ -215,12 +231,64 @@ impl<'obj> Scheduler<'obj> {
             .lookup(&key, MapFlags::ANY)
             .context("reading the gang stats map")?
             .unwrap_or_default();
-        // SAFETY: zeroed is a valid value of this integer-only struct.
-        let mut st: bpf_intf::linger_gang_stats = unsafe { std::mem::zeroed() };
-        let n = raw.len().min(std::mem::size_of_val(&st));
-        // SAFETY: copying at most size_of(st) bytes into st.
-        unsafe { std::ptr::copy_nonoverlapping(raw.as_ptr(), &mut st as *mut _ as *mut u8, n) };
-        Ok(st)
+        Ok(from_bytes(&raw))
+    }
+
+    /// The gang table BPF rotates through now.
+    pub fn gang_table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Whether the BPF side accounts per class and job.
+    pub fn accounting(&self) -> bool {
+        self.skel
+            .maps
+            .rodata_data
+            .as_ref()
+            .is_some_and(|r| r.accounting)
+    }
+
+    /// Per-class accounting, summed over the CPUs.
+    pub fn class_accounts(&self) -> Result<bpf_intf::linger_cpu_acct> {
+        let per_cpu = self
+            .skel
+            .maps
+            .cpu_accts
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .context("reading the cpu_accts map")?
+            .unwrap_or_default();
+        let mut total: bpf_intf::linger_cpu_acct = from_bytes(&[]);
+        for raw in &per_cpu {
+            let c: bpf_intf::linger_cpu_acct = from_bytes(raw);
+            for a in 0..total.cpu_ns.len() {
+                total.cpu_ns[a] += c.cpu_ns[a];
+                total.runs[a] += c.runs[a];
+                total.delay_ns[a] += c.delay_ns[a];
+                for (t, v) in total.delay_hist[a].iter_mut().zip(c.delay_hist[a]) {
+                    *t += v;
+                }
+            }
+            total.backfill_ns += c.backfill_ns;
+        }
+        Ok(total)
+    }
+
+    /// Every job the BPF side has accounted, by cgroup id.
+    pub fn job_accounts(&self) -> Vec<(u64, bpf_intf::linger_job_acct)> {
+        let map = &self.skel.maps.job_accts;
+        map.keys()
+            .filter_map(|k| {
+                let id = u64::from_ne_bytes(k.as_slice().try_into().ok()?);
+                // A job deleted between keys() and here is simply skipped.
+                let raw = map.lookup(&k, MapFlags::ANY).ok()??;
+                Some((id, from_bytes(&raw)))
+            })
+            .collect()
+    }
+
+    /// Drop the accounting of a job whose cgroup is gone.
+    pub fn forget_job(&self, id: u64) {
+        let _ = self.skel.maps.job_accts.delete(&id.to_ne_bytes());
     }
 
     /// The current high-water period (see struct linger_gang_stats).

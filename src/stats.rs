@@ -56,11 +56,17 @@ impl Counters {
         Counters(d)
     }
 
-    /// One line of `name=value` pairs, for logs and the terminal.
-    pub fn line(&self) -> String {
+    /// Every counter with its name, in enum linger_stat order.
+    pub fn named(&self) -> impl Iterator<Item = (&'static str, u64)> + '_ {
         NAMES
             .iter()
-            .map(|(idx, name)| format!("{name}={}", self.0[*idx as usize]))
+            .map(|(idx, name)| (*name, self.0[*idx as usize]))
+    }
+
+    /// One line of `name=value` pairs, for logs and the terminal.
+    pub fn line(&self) -> String {
+        self.named()
+            .map(|(name, v)| format!("{name}={v}"))
             .collect::<Vec<_>>()
             .join(" ")
     }
