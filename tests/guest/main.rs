@@ -8,4 +8,5 @@ mod common;
 mod gang;
 mod lifecycle;
 mod preflight;
+mod stats;
 mod trace;

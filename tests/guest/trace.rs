@@ -69,15 +69,30 @@ pub fn record_switches(window: Duration, clock: &str) -> Vec<Run> {
 /// For `window`: how long each wake-up of one of `tids` waited before the
 /// task ran (seconds), from sched_wakeup to the sched_switch onto it.
 pub fn record_wake_waits(window: Duration, tids: &[i32]) -> Vec<f64> {
-    wake_waits(&record(window, "mono", &["sched_wakeup", "sched_switch"]), tids)
+    wake_waits(
+        &record(window, "mono", &["sched_wakeup", "sched_switch"]),
+        tids,
+    )
 }
 
 /// One trace line: (cpu, timestamp, event name, the event's fields).
 fn parse_line(line: &str) -> Option<(u32, f64, &str, &str)> {
     let (head, rest) = line.split_once(": sched_")?;
     let (event, fields) = rest.split_once(": ")?;
-    let cpu = head.split('[').nth(1)?.split(']').next()?.trim().parse().ok()?;
-    let ts = head.split_whitespace().last()?.trim_end_matches(':').parse().ok()?;
+    let cpu = head
+        .split('[')
+        .nth(1)?
+        .split(']')
+        .next()?
+        .trim()
+        .parse()
+        .ok()?;
+    let ts = head
+        .split_whitespace()
+        .last()?
+        .trim_end_matches(':')
+        .parse()
+        .ok()?;
     Some((cpu, ts, event, fields))
 }
 

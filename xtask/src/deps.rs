@@ -27,6 +27,8 @@ pub const HOST_PACKAGES: &[&str] = &[
     "cpio",            // virtme-ng's initramfs
     "zstd",            // kernel module compression
     "util-linux",      // setpriv/unshare, used by the guest tests
+    "tmux",            // drives `scx_linger top` in the guest tests
+    "prometheus",      // a real scraper, and promtool, for the metrics test
 ];
 
 /// virtme-ng boots a kernel with the host's root filesystem shared over 9p.

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Live stats: the JSON the agent serves, checked against the kernel's own
+//! accounting; the terminal view driven through tmux; the metrics
+//! endpoint checked by promtool and scraped by a real Prometheus server.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// `scx_linger stats --json`, parsed.
+fn stats_json() -> serde_json::Value {
+    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
+    assert!(
+        out.status.success(),
+        "stats --json: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stats --json prints one JSON document")
+}
+
+fn job<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    v["jobs"].as_array()?.iter().find(|j| j["path"] == path)
+}
+
+fn class_cpu(v: &serde_json::Value, class: &str) -> f64 {
+    v["classes"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["class"] == class))
+        .and_then(|c| c["cpu_seconds"].as_f64())
+        .unwrap_or_else(|| panic!("no class {class} in {v}"))
+}
+
+fn signal_all(h: &Hogs, sig: i32) {
+    for pid in h.pids() {
+        // SAFETY: plain kill(2) on our own children.
+        unsafe { libc::kill(pid, sig) };
+    }
+}
+
+#[test]
+fn stats_json_matches_the_kernels_accounting() {
+    require_guest();
+    let guest = TestCgroup::new("t-stats/guest");
+    let agent = Agent::start(&[]);
+    tag(&guest.rel, "guest");
+    // Let the agent's rescan see the label before the hogs start, so all
+    // their CPU time is the job's.
+    std::thread::sleep(Duration::from_millis(500));
+    let hogs = guest.spin(2);
+    let duty = DutyThreads::start(1, Duration::from_millis(10), Duration::from_millis(10));
+    std::thread::sleep(Duration::from_secs(4));
+
+    let live = stats_json();
+    assert_eq!(live["schema"], 1);
+    assert_eq!(live["node"]["state"], "enabled");
+    assert!(live["node"]["scheduler"]
+        .as_str()
+        .unwrap()
+        .starts_with("scx_linger"));
+    let g = job(&live, &format!("/{}", guest.rel)).expect("the guest job is listed");
+    assert_eq!(g["class"], "guest");
+    assert!(g["threads_runnable"].as_u64().unwrap() >= 2, "{g}");
+    let harvest = live["machine"]["guest_harvest_now"].as_f64();
+    assert!(harvest.is_some_and(|h| h > 0.5), "harvest {harvest:?}");
+
+    // Freeze the job, then compare its total with the kernel's.
+    signal_all(&hogs, libc::SIGSTOP);
+    std::thread::sleep(Duration::from_millis(200));
+    let kernel_ns = total_runtime(&hogs) as f64;
+    std::thread::sleep(Duration::from_millis(1500));
+    let after = stats_json();
+    let ours = job(&after, &format!("/{}", guest.rel)).unwrap()["cpu_seconds"]
+        .as_f64()
+        .unwrap()
+        * 1e9;
+    let guest_class = class_cpu(&after, "guest") * 1e9;
+    figure(&format!(
+        "stats: guest job CPU {:.3} s by scx_linger's accounting, {:.3} s by schedstat ({:+.2}%); guest class {:.3} s; harvest {:.1}%",
+        ours / 1e9,
+        kernel_ns / 1e9,
+        (ours / kernel_ns - 1.0) * 100.0,
+        guest_class / 1e9,
+        harvest.unwrap_or(0.0) * 100.0
+    ));
+    assert!(
+        (ours - kernel_ns).abs() <= kernel_ns * 0.05 + 50e6,
+        "job CPU {ours} ns vs schedstat {kernel_ns} ns"
+    );
+    assert!(
+        guest_class >= ours * 0.99,
+        "class {guest_class} < job {ours}"
+    );
+    drop(duty);
+    signal_all(&hogs, libc::SIGCONT);
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn stats_without_an_agent_says_so_in_one_line() {
+    require_guest();
+    let out = agent_output(Command::new(AGENT).args(["stats"]));
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("no scx_linger agent is running"), "{err}");
+}
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux")
+        .args(args)
+        .output()
+        .expect("running tmux");
+    assert!(
+        out.status.success(),
+        "tmux {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn screen() -> String {
+    tmux(&["capture-pane", "-p", "-t", "top"])
+}
+
+/// The figures on the screen line of `job`, or "" if it is not shown.
+fn job_line(screen: &str, job: &str) -> String {
+    screen
+        .lines()
+        .find(|l| l.contains(job))
+        .unwrap_or("")
+        .to_string()
+}
+
+#[test]
+fn top_shows_both_classes_live_copes_with_resizes_and_quits_on_q() {
+    require_guest();
+    let guest = TestCgroup::new("t-top/guest");
+    let agent = Agent::start(&[]);
+    tag(&guest.rel, "guest");
+    std::thread::sleep(Duration::from_millis(500));
+    let _hogs = guest.spin(1);
+    let _duty = DutyThreads::start(1, Duration::from_millis(10), Duration::from_millis(10));
+    let exit_file = results_dir().join("top-exit");
+    let _ = std::fs::remove_file(&exit_file);
+    let cmd = format!("{AGENT} top; echo $? > {}", exit_file.display());
+    tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "top",
+        "-x",
+        "130",
+        "-y",
+        "40",
+        &cmd,
+    ]);
+
+    let job = format!("/{}", guest.rel);
+    let ok = wait_until(Duration::from_secs(20), || {
+        job_line(&screen(), &job).contains("guest")
+    });
+    let first = screen();
+    assert!(ok, "the guest job never appeared:\n{first}");
+    std::thread::sleep(Duration::from_secs(3));
+    let second = screen();
+    std::fs::write(results_dir().join("top-screen.txt"), &second).unwrap();
+    for s in [&first, &second] {
+        assert!(s.contains("scx_linger top"), "{s}");
+        assert!(
+            s.lines().any(|l| l.trim_start().starts_with("primary")),
+            "{s}"
+        );
+        assert!(
+            s.lines().any(|l| l.trim_start().starts_with("guest")),
+            "{s}"
+        );
+        assert!(s.contains("guest harvest"), "{s}");
+        assert!(s.contains("q quit"), "{s}");
+    }
+    // The guest job's CPU total grew between the two frames.
+    assert_ne!(
+        job_line(&first, &job),
+        job_line(&second, &job),
+        "the figures did not change:\n{first}\n{second}"
+    );
+
+    // A tiny terminal: a notice, no crash; back to full size: the view.
+    tmux(&["resize-window", "-t", "top", "-x", "20", "-y", "5"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let tiny = screen();
+    assert!(tiny.contains("terminal"), "{tiny}");
+    tmux(&["resize-window", "-t", "top", "-x", "130", "-y", "40"]);
+    let back = wait_until(Duration::from_secs(5), || screen().contains("q quit"));
+    assert!(back, "{}", screen());
+
+    tmux(&["send-keys", "-t", "top", "q"]);
+    let quit = wait_until(Duration::from_secs(10), || exit_file.exists());
+    assert!(quit, "top did not quit on q:\n{}", screen());
+    let code = std::fs::read_to_string(&exit_file).unwrap();
+    assert_eq!(code.trim(), "0", "top exited with {code}");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+/// GET `path` from 127.0.0.1:`port` (HTTP/1.0, so the server closes).
+fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    let (head, rest) = body.split_once("\r\n\r\n")?;
+    head.contains(" 200 ").then(|| rest.to_string())
+}
+
+/// Samples of counter-typed families: "name{labels}" -> value.
+fn counters(text: &str) -> HashMap<String, f64> {
+    let counter_families: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("# TYPE "))
+        .filter_map(|l| {
+            let (name, kind) = l.split_once(' ')?;
+            matches!(kind, "counter" | "histogram").then_some(name)
+        })
+        .collect();
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|l| {
+            let (key, v) = l.rsplit_once(' ')?;
+            let name = key.split('{').next()?;
+            counter_families
+                .iter()
+                .any(|f| name.starts_with(f))
+                .then(|| Some((key.to_string(), v.parse().ok()?)))?
+        })
+        .collect()
+}
+
+fn promtool_check(path: &std::path::Path) {
+    let out = Command::new("promtool")
+        .args(["check", "metrics"])
+        .stdin(std::fs::File::open(path).unwrap())
+        .output()
+        .expect("running promtool (cargo xtask deps installs prometheus)");
+    assert!(
+        out.status.success(),
+        "promtool check metrics rejected the output: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+struct Prometheus(Child);
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn prometheus_scrapes_the_metrics_endpoint() {
+    require_guest();
+    let guest = TestCgroup::new("t-metrics/guest");
+    let agent = Agent::start(&["--metrics-addr", "127.0.0.1:9464"]);
+    tag(&guest.rel, "guest");
+    let _hogs = guest.spin(1);
+    let ok = wait_until(Duration::from_secs(10), || {
+        http_get(9464, "/metrics").is_some()
+    });
+    assert!(ok, "nothing served /metrics: {}", agent.output());
+
+    let first = http_get(9464, "/metrics").unwrap();
+    let file = results_dir().join("metrics.txt");
+    std::fs::write(&file, &first).unwrap();
+    promtool_check(&file);
+    assert!(
+        first.contains("scx_linger_cpu_seconds_total{class=\"guest\"}"),
+        "{first}"
+    );
+    assert!(first.contains("scx_linger_enabled 1"), "{first}");
+    std::thread::sleep(Duration::from_secs(2));
+    let second = http_get(9464, "/metrics").unwrap();
+    let (a, b) = (counters(&first), counters(&second));
+    assert!(a.len() > 20, "too few counter samples: {a:?}");
+    for (k, v) in &a {
+        if let Some(w) = b.get(k) {
+            assert!(w >= v, "counter {k} went down: {v} -> {w}");
+        }
+    }
+    let guest_key = "scx_linger_cpu_seconds_total{class=\"guest\"}";
+    assert!(b[guest_key] > a[guest_key], "guest CPU did not grow");
+
+    // A real Prometheus server scrapes it every second.
+    // Its storage needs mmap, which the 9p-shared results dir lacks.
+    let dir = std::env::temp_dir().join("scx-linger-prometheus");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: scx_linger\n    static_configs:\n      - targets: ['127.0.0.1:9464']\n",
+    )
+    .unwrap();
+    let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
+    let _server = Prometheus(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("data").display()
+            ))
+            .arg("--web.listen-address=127.0.0.1:9090")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("starting prometheus"),
+    );
+    let query = "/api/v1/query?query=scx_linger_cpu_seconds_total%7Bclass%3D%22guest%22%7D";
+    let started = Instant::now();
+    let mut answer = String::new();
+    let scraped = wait_until(Duration::from_secs(120), || {
+        answer = http_get(9090, query).unwrap_or_default();
+        answer.contains("\"result\":[{")
+    });
+    figure(&format!(
+        "metrics: promtool accepts the exposition; Prometheus had scx_linger's guest CPU {:.0} s after it started",
+        started.elapsed().as_secs_f64()
+    ));
+    assert!(
+        scraped,
+        "Prometheus never scraped scx_linger: {answer}\n{}",
+        std::fs::read_to_string(dir.join("prometheus.log")).unwrap_or_default()
+    );
+    let targets = http_get(9090, "/api/v1/targets").unwrap_or_default();
+    assert!(targets.contains("\"health\":\"up\""), "{targets}");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
