@@ -123,9 +123,11 @@ fn two_gangs_take_turns_together_on_the_clock() {
     let (a, b) = (TestCgroup::new("gang-a"), TestCgroup::new("gang-b"));
     tag(&a.rel, "gang");
     tag(&b.rel, "gang");
-    let args = ["--threads", "2", "--rounds", "40000", "--iters", ITERS];
-    let ja = start_job(&a, &args);
-    let jb = start_job(&b, &args);
+    // Long enough to outlast the 4 s of settling and tracing on a fast
+    // host (about 7 s of work alone); checked below.
+    let args = ["--threads", "2", "--rounds", "150000", "--iters", ITERS];
+    let mut ja = start_job(&a, &args);
+    let mut jb = start_job(&b, &args);
     let (ta, tb) = (job_threads(&ja, 2), job_threads(&jb, 2));
 
     // Let the agent size and slot both gangs, then watch for 2 s on the
@@ -134,6 +136,13 @@ fn two_gangs_take_turns_together_on_the_clock() {
     let window = Duration::from_secs(2);
     let runs = trace::record_switches(window, "tai");
     assert!(!runs.is_empty(), "the trace recorded no sched_switch");
+    // The measurement means something only if both gangs ran throughout.
+    for (name, job) in [("a", &mut ja), ("b", &mut jb)] {
+        assert!(
+            job.try_wait().unwrap().is_none(),
+            "job {name} finished before the trace ended: make its --rounds longer"
+        );
+    }
 
     // Judge togetherness inside the slots proper. In the open phase that
     // ends each cycle, ordinary work (this test, the agent's rescans) goes
@@ -191,9 +200,16 @@ fn two_gangs_take_turns_together_on_the_clock() {
     // Measured: 99-100% for the gang whose slot follows another gang's,
     // 86-96% for the one that starts early in the open phase (ordinary
     // work still running there takes part of its slot; see the README).
+    let ran = |tids: &[i32]| -> Vec<(i32, f64)> {
+        tids.iter()
+            .map(|t| (*t, runs.iter().filter(|r| r.pid == *t).map(|r| r.end - r.start).sum()))
+            .collect()
+    };
     assert!(
         together_a > 0.85 && together_b > 0.85,
-        "members of a gang did not run together: {together_a:.2} / {together_b:.2}"
+        "members of a gang did not run together: {together_a:.2} / {together_b:.2}; traced run time (tid, s): a {:?}, b {:?}",
+        ran(&ta),
+        ran(&tb)
     );
     assert!(
         mixed < 0.05,
@@ -221,7 +237,7 @@ fn two_gangs_take_turns_together_on_the_clock() {
         finish(ja, Duration::from_secs(120)),
         finish(jb, Duration::from_secs(120)),
     );
-    assert_eq!((ra.get("rounds"), rb.get("rounds")), (40000, 40000));
+    assert_eq!((ra.get("rounds"), rb.get("rounds")), (150000, 150000));
     assert!(agent.output().contains("gang table:"), "{}", agent.output());
     stop_still_enabled(agent);
 }

@@ -53,6 +53,8 @@ fn record(window: Duration, clock: &str, events: &[&str]) -> String {
     std::thread::sleep(window);
     write("tracing_on", "0");
     let text = fs::read_to_string(Path::new(TRACEFS).join("trace")).expect("reading the trace");
+    // Kept for whoever reads a failure (the results dir outlives the guest).
+    let _ = fs::write(crate::common::results_dir().join("last-trace.txt"), &text);
     for e in events {
         write(&format!("events/sched/{e}/enable"), "0");
     }
