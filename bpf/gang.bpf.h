@@ -507,6 +507,12 @@ static void gang_enqueue(struct task_struct *p, struct task_ctx *tctx,
 	u32 g = gang - 1, tier = tctx->class;
 	struct linger_gang_stats *st;
 
+	/*
+	 * A slotted member is scheduled by its slot, not by vtime: its vtime
+	 * follows no class clock from now on (see linger_running()), and if
+	 * its gang loses its slot it starts level with its class's clock.
+	 */
+	tctx->vclass = LINGER_NR_CLASSES;
 	if (enq_flags & SCX_ENQ_REENQ) {
 		/* Pushed off by a higher class: the gang reacts as a whole. */
 		stat_inc(LINGER_STAT_GANG_DISPLACED);

@@ -443,8 +443,16 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	account_running(tctx, now);
 	gang_note_running(scx_bpf_task_cpu(p), tctx, now);
 
-	/* The class clock follows the vtime of whatever starts running. */
-	if (time_before(*clock, p->scx.dsq_vtime))
+	/*
+	 * The class clock follows the vtime of whatever starts running, except
+	 * members of slotted gangs. They run by slot, not by vtime: one that
+	 * holds a CPU all slot long would drive the clock far ahead of the
+	 * ordinary tasks sharing the other CPUs, and every waking task, placed
+	 * no earlier than the clock minus a slice, would then wait behind all
+	 * of them for as long as the gang runs (measured: the kernel's own
+	 * watchdog work starved for 30 s, and the kernel ejected us).
+	 */
+	if (!sched_gang(tctx) && time_before(*clock, p->scx.dsq_vtime))
 		*clock = p->scx.dsq_vtime;
 }
 

@@ -202,7 +202,15 @@ fn two_gangs_take_turns_together_on_the_clock() {
     // work still running there takes part of its slot; see the README).
     let ran = |tids: &[i32]| -> Vec<(i32, f64)> {
         tids.iter()
-            .map(|t| (*t, runs.iter().filter(|r| r.pid == *t).map(|r| r.end - r.start).sum()))
+            .map(|t| {
+                (
+                    *t,
+                    runs.iter()
+                        .filter(|r| r.pid == *t)
+                        .map(|r| r.end - r.start)
+                        .sum(),
+                )
+            })
             .collect()
     };
     assert!(
@@ -353,5 +361,36 @@ fn an_oversized_gang_is_reported_and_still_progresses() {
         agent.output()
     );
     assert!(ejections(&dmesg()).is_empty(), "{:?}", ejections(&dmesg()));
+    stop_still_enabled(agent);
+}
+
+#[test]
+fn ordinary_primaries_keep_waking_up_beside_a_gang() {
+    let agent = start_on_two_cpus();
+    let g = TestCgroup::new("gang-solo");
+    tag(&g.rel, "gang");
+    // A one-thread gang holds a CPU for its whole slot, two CPU-bound
+    // primaries share the rest, and a primary wakes every 20 ms to do 1 ms
+    // of work. Were the gang to drive the primary vtime clock, every
+    // waking primary would be queued behind the hogs for good (found by
+    // the fault tests: the kernel's watchdog work starved 30 s).
+    let _member = g.spin(1);
+    let _hogs = Hogs::spin(2);
+    std::thread::sleep(Duration::from_secs(2));
+    let waker = DutyThreads::start(1, Duration::from_millis(1), Duration::from_millis(20));
+    let (r0, d0, s0) = waker.schedstat();
+    let window = Duration::from_secs(10);
+    std::thread::sleep(window);
+    let (r1, d1, s1) = waker.schedstat();
+    let slices = s1 - s0;
+    let delay_ms = (d1 - d0) as f64 / slices.max(1) as f64 / 1e6;
+    figure(&format!(
+        "gang: a primary waking every 20 ms beside a one-thread gang and two CPU-bound primaries: {slices} runs in 10 s, mean run delay {delay_ms:.1} ms, {:.0} ms of CPU",
+        (r1 - r0) as f64 / 1e6
+    ));
+    // Up to ~470 wake-ups fit in 10 s; a starved waker manages a handful.
+    assert!(slices > 100, "the waking primary ran only {slices} times in 10 s");
+    assert!(delay_ms < 50.0, "mean run delay {delay_ms:.1} ms");
+    drop(waker);
     stop_still_enabled(agent);
 }
