@@ -360,6 +360,7 @@ static int gang_tick(void *map, int *key, struct bpf_timer *timer)
 	u64 next = GANG_IDLE_POLL_NS, primary = 0, guest = 0;
 	bool open = false, guest_open;
 
+	debug_staged_failure(now);
 	if (t) {
 		primary = tier_tick(&t->tiers[LINGER_CLASS_PRIMARY],
 				    &scheduled_primary, tai, &next, &open);

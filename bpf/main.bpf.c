@@ -77,6 +77,15 @@ const volatile u32 default_class = LINGER_CLASS_PRIMARY;
  */
 const volatile bool accounting = true;
 
+/*
+ * Testing only (the agent's hidden --debug-fail-after-ms): this long after
+ * init, fail with scx_bpf_error(), so that the agent's handling of a
+ * scheduler error (report, back-off, restart, give up) can be staged on a
+ * real kernel. 0: never.
+ */
+const volatile u64 debug_fail_after_ns = 0;
+static u64 initialised_at;
+
 /* Exit information the agent reports when the scheduler stops. */
 UEI_DEFINE(uei);
 
@@ -191,6 +200,13 @@ static bool dsq_head_before(u64 dsq, u64 vtime)
 		break;
 	}
 	return before;
+}
+
+/* See debug_fail_after_ns. Called from the gang timer, which always ticks. */
+static void debug_staged_failure(u64 now)
+{
+	if (debug_fail_after_ns && now - initialised_at >= debug_fail_after_ns)
+		scx_bpf_error("staged failure (--debug-fail-after-ms), as a test asked");
 }
 
 #include "gang.bpf.h"
@@ -556,6 +572,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 			return ret;
 		}
 	}
+	initialised_at = scx_bpf_now();
 	ret = init_guest_cpus();
 	if (ret)
 		return ret;

@@ -17,15 +17,16 @@ mod labels;
 mod metrics;
 mod preflight;
 mod report;
+mod restart;
 mod rotation;
 mod sampler;
 mod scheduler;
+mod session;
 mod stats;
 mod stats_server;
 mod top;
 mod top_view;
 
-use std::mem::MaybeUninit;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::mpsc;
@@ -33,15 +34,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use log::{debug, info, warn};
+use log::{info, warn};
 
-use class::Class;
 use config::Config;
 use preflight::Caps;
-use rotation::Rotation;
-use sampler::{Labelled, Sampler};
-use scheduler::{Exit, Scheduler, Tunables};
-use stats::Counters;
+use restart::Ending;
+use scheduler::Tunables;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -175,6 +173,16 @@ struct RunArgs {
     #[arg(long)]
     no_accounting: bool,
 
+    /// After the scheduler fails (a BPF error, a watchdog stall), load it
+    /// again after a back-off of 1 s, 2 s, 4 s, ... (at most 30 s); give
+    /// up after this many failed runs in a row. 0: never restart.
+    #[arg(long, default_value_t = 5)]
+    max_restarts: u32,
+
+    /// Testing only: make the BPF side fail this long after each start.
+    #[arg(long, hide = true)]
+    debug_fail_after_ms: Option<u64>,
+
     /// Verbose: log libbpf's messages (verifier output on load failures).
     #[arg(short, long)]
     verbose: bool,
@@ -253,6 +261,14 @@ fn print_stats(socket: &Path, json: bool, interval: Option<u64>, count: Option<u
     }
 }
 
+/// How the agent ended.
+enum Exit {
+    /// Asked to stop (SIGINT/SIGTERM).
+    Requested,
+    /// The scheduler was stopped by someone else, or failed too often.
+    Kernel,
+}
+
 /// What wakes the run loop.
 enum Event {
     Stop,
@@ -293,6 +309,7 @@ fn run(args: &RunArgs) -> Result<Exit> {
         guard_slice: Duration::from_micros(args.guard_slice_us),
         default_class: cfg.default_class,
         accounting: !args.no_accounting,
+        debug_fail_after: args.debug_fail_after_ms.map(Duration::from_millis),
         libbpf_verbose: args.verbose,
     };
     // The stats socket and the metrics endpoint come up before the
@@ -307,133 +324,46 @@ fn run(args: &RunArgs) -> Result<Exit> {
         metrics::serve(addr, latest.clone())?;
         info!("metrics at http://{addr}/metrics");
     }
-    let mut storage = MaybeUninit::uninit();
-    let mut sched = Scheduler::load(&mut storage, &tunables)?;
-    let _pid_file = PidFile::create(Path::new(labels::PID_FILE));
     if let Some(p) = &cfg.path {
         info!("config {} ({} rules)", p.display(), cfg.rules.len());
     }
-    let mut rotation = Rotation::new(Duration::from_millis(args.slot_ms), args.gang_open_pct);
-    let mut labelled = Labelled::default();
-    sync_labels(&mut sched, &mut rotation, &mut labelled, &mount, &cfg);
-    let mut sampler = Sampler::new();
-    println!("scx_linger: scheduler enabled");
+    let _pid_file = PidFile::create(Path::new(labels::PID_FILE));
 
-    let rescan_every = Duration::from_millis(args.rescan_ms);
-    let stats_every = Duration::from_secs(args.stats);
-    let mut next_rescan = Instant::now() + rescan_every;
-    // Gang sizes come from BPF's counts, which follow a label change at
-    // the members' next scheduling events: repack soon after one.
-    let mut next_repack = Instant::now() + Duration::from_millis(200);
-    let mut next_stats = Instant::now() + stats_every;
-    let mut next_sample = Instant::now();
-    let mut last = Counters::default();
-    let mut requested = false;
-    while !sched.exited() {
-        // Wake at least every 100 ms to notice the kernel ejecting us.
-        let mut wake = next_rescan
-            .min(next_sample)
-            .min(Instant::now() + Duration::from_millis(100));
-        if args.stats > 0 {
-            wake = wake.min(next_stats);
-        }
-        match events.recv_timeout(wake.saturating_duration_since(Instant::now())) {
-            Ok(Event::Stop) => {
-                requested = true;
-                break;
+    // Load, serve, and when the kernel ends a run, load again if the
+    // restart policy says so (restart.rs). Every task keeps running in
+    // between, on the kernel's default scheduler.
+    let mut policy = restart::Policy::new(args.max_restarts);
+    loop {
+        let started = Instant::now();
+        let ended = session::run(args, &cfg, &mount, &tunables, &events, &latest)?;
+        match policy.after(ended.ending, started.elapsed()) {
+            restart::Decision::Stop => {
+                return Ok(if ended.ending == Ending::Requested {
+                    Exit::Requested
+                } else {
+                    Exit::Kernel
+                });
             }
-            Ok(Event::Rescan) => next_rescan = Instant::now(),
-            Err(_) => {}
-        }
-        let now = Instant::now();
-        if now >= next_rescan {
-            if sync_labels(&mut sched, &mut rotation, &mut labelled, &mount, &cfg) {
-                next_repack = next_repack.min(now + Duration::from_millis(200));
+            restart::Decision::GiveUp => {
+                eprintln!(
+                    "scx_linger: giving up after {} failed runs in a row (last: {}); the kernel's default scheduler runs every task",
+                    policy.failures(),
+                    ended.why
+                );
+                return Ok(Exit::Kernel);
             }
-            next_rescan = now + rescan_every;
-        }
-        if now >= next_repack || rotation.needs_repack(&sched) {
-            if let Err(e) = rotation.update(&mut sched) {
-                warn!("gang table update failed, keeping the previous one: {e:#}");
-            }
-            next_repack = now + rescan_every;
-        }
-        if now >= next_sample {
-            let snap = sampler.sample(&sched, &rotation, &labelled);
-            if let Ok(mut l) = latest.lock() {
-                *l = Some(snap);
-            }
-            next_sample = now + SAMPLE_EVERY;
-        }
-        if args.stats > 0 && now >= next_stats {
-            next_stats = now + stats_every;
-            match sched.counters() {
-                Ok(c) => {
-                    info!("stats: {}", c.since(&last).line());
-                    last = c;
-                    for line in rotation.summary(&sched) {
-                        info!("stats: {line}");
-                    }
+            restart::Decision::Restart(wait) => {
+                warn!(
+                    "restarting in {:.1} s after: {} ({} failed runs in a row, at most {})",
+                    wait.as_secs_f64(),
+                    ended.why,
+                    policy.failures(),
+                    policy.max_failures
+                );
+                if let Ok(Event::Stop) = events.recv_timeout(wait) {
+                    return Ok(Exit::Requested);
                 }
-                Err(e) => warn!("{e:#}"),
             }
-        }
-    }
-
-    for line in rotation.summary(&sched) {
-        info!("{line}");
-    }
-    let exit = sched.shutdown(requested)?;
-    println!("scx_linger: scheduler disabled");
-    Ok(exit)
-}
-
-/// How often the stats are read (what `top` refreshes at).
-const SAMPLE_EVERY: Duration = Duration::from_secs(1);
-
-/// Rescan the cgroup tree and hand the labels to BPF; keep the scan in
-/// `labelled` for the stats. A failure keeps the labels BPF already has:
-/// scheduling never waits on the agent. Returns true if any label changed.
-fn sync_labels(
-    sched: &mut Scheduler,
-    rotation: &mut Rotation,
-    labelled: &mut Labelled,
-    mount: &Path,
-    cfg: &Config,
-) -> bool {
-    let started = Instant::now();
-    let result = cgroups::scan(mount, cfg).and_then(|cgs| {
-        let resolved = cgroups::resolve_all(&cgs, cfg.default_class);
-        let want = rotation.label_entries(&resolved);
-        let changed = sched.sync_labels(&want)?;
-        let count = |c: Class| resolved.iter().filter(|r| r.own && r.class == c).count();
-        let counts = [Class::Primary, Class::Guest, Class::Gang, Class::GuestGang]
-            .map(|c| format!("{} {c}", count(c)))
-            .join(", ");
-        *labelled = Labelled {
-            at: Some(started),
-            cgroups: resolved,
-        };
-        Ok((cgs.len(), want.len(), counts, changed))
-    });
-    match result {
-        Ok((n, labelled, counts, changed)) if changed > 0 => {
-            info!(
-                "labels: {labelled} labelled cgroups ({counts}) of {n}; {changed} changed in {:?}",
-                started.elapsed()
-            );
-            true
-        }
-        Ok((n, ..)) => {
-            debug!(
-                "labels: {n} cgroups scanned, no change, {:?}",
-                started.elapsed()
-            );
-            false
-        }
-        Err(e) => {
-            warn!("label scan failed, keeping the previous labels: {e:#}");
-            false
         }
     }
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The BPF scheduler's life in the kernel: open the skeleton, write the
-//! tunables, load, attach, keep its label map in step with the cgroups,
+//! tunables, load, fill its label map, attach, keep the labels in step with the cgroups,
 //! watch for the kernel ejecting it, detach.
 //!
 //! Attaching creates a struct_ops link owned by this process. If the agent
@@ -15,13 +15,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
-use log::info;
-use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited, uei_report};
+use log::{info, warn};
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited};
 
 use crate::bpf_intf;
 use crate::bpf_skel::{BpfSkel, BpfSkelBuilder};
 use crate::class::Class;
 use crate::gang::{Table, MAX_GANGS};
+use crate::restart::Ending;
 use crate::stats::Counters;
 
 /// A cgrp_class entry: the cgroup's tier and its gang (number + 1, 0 for
@@ -90,6 +91,8 @@ pub struct Tunables {
     pub default_class: Class,
     /// Per-class and per-job accounting (account.bpf.h).
     pub accounting: bool,
+    /// Testing only: make the BPF side fail this long after it starts.
+    pub debug_fail_after: Option<Duration>,
     pub libbpf_verbose: bool,
 }
 
@@ -100,14 +103,6 @@ pub struct Scheduler<'obj> {
     labels: BTreeMap<u64, Label>,
     /// The gang table BPF rotates through now.
     table: Table,
-}
-
-/// How a run ended.
-pub enum Exit {
-    /// We asked the kernel to unload us (SIGINT/SIGTERM).
-    Requested,
-    /// The kernel or the BPF program ended it; the reason was reported.
-    Kernel,
 }
 
 fn ns(d: Duration) -> u64 {
@@ -139,11 +134,11 @@ impl<'obj> Scheduler<'obj> {
         rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
         rodata.default_class = t.default_class.bpf_value();
         rodata.accounting = t.accounting;
+        rodata.debug_fail_after_ns = t.debug_fail_after.map_or(0, ns);
 
-        let mut skel = scx_ops_load!(open, linger_ops, uei)?;
-        let link = scx_ops_attach!(skel, linger_ops)?;
+        let skel = scx_ops_load!(open, linger_ops, uei)?;
         info!(
-            "attached: primary slice {} us, guest slice {} us, guard {} us every {} ms, unlabelled cgroups {}",
+            "loaded: primary slice {} us, guest slice {} us, guard {} us every {} ms, unlabelled cgroups {}",
             t.primary_slice.as_micros(),
             t.guest_slice.as_micros(),
             t.guard_slice.as_micros(),
@@ -152,10 +147,18 @@ impl<'obj> Scheduler<'obj> {
         );
         Ok(Self {
             skel,
-            link: Some(link),
+            link: None,
             labels: BTreeMap::new(),
             table: Table::default(),
         })
+    }
+
+    /// Make the loaded scheduler the kernel's: from here on it schedules
+    /// every task. Labels written before this apply from the first decision.
+    pub fn attach(&mut self) -> Result<()> {
+        self.link = Some(scx_ops_attach!(self.skel, linger_ops)?);
+        info!("attached");
+        Ok(())
     }
 
     /// True once the kernel has disabled the scheduler (error, stall, sysrq).
@@ -321,16 +324,55 @@ impl<'obj> Scheduler<'obj> {
         Ok(Counters::sum_per_cpu(&per_cpu))
     }
 
-    /// Detach (if still attached) and report the kernel's exit reason.
-    pub fn shutdown(mut self, requested: bool) -> Result<Exit> {
+    /// Detach (if still attached), report the kernel's exit reason, and
+    /// say how the run ended for the restart policy. `requested`: the
+    /// agent was asked to stop (SIGINT/SIGTERM).
+    pub fn shutdown(mut self, requested: bool) -> Ended {
         // Dropping the link unregisters the scheduler; the kernel then
         // records why it exited (SCX_EXIT_UNREG for a requested stop).
         self.link.take();
-        uei_report!(&self.skel, uei).context("scx_linger was stopped by the kernel")?;
-        Ok(if requested {
-            Exit::Requested
+        let uei = scx_utils::uei_read!(&self.skel, uei);
+        // Prints "EXIT: ..." for an ordinary exit, returns it for an error.
+        if let Err(e) = uei.report() {
+            warn!("scx_linger was stopped by the kernel: {e:#}");
+        }
+        let (kind, why) = self
+            .skel
+            .maps
+            .data_data
+            .as_ref()
+            .map_or((0, String::new()), |d| {
+                // SAFETY: a plain read of an i32 in the shared .data.
+                let kind = unsafe { std::ptr::read_volatile(std::ptr::addr_of!(d.uei.kind)) };
+                let text = |b: &[std::ffi::c_char]| {
+                    let bytes: Vec<u8> = b
+                        .iter()
+                        .take_while(|c| **c != 0)
+                        .map(|c| *c as u8)
+                        .collect();
+                    String::from_utf8_lossy(&bytes).into_owned()
+                };
+                let (reason, msg) = (text(&d.uei.reason), text(&d.uei.msg));
+                (
+                    kind,
+                    if msg.is_empty() {
+                        reason
+                    } else {
+                        format!("{reason} ({msg})")
+                    },
+                )
+            });
+        let ending = if requested {
+            Ending::Requested
         } else {
-            Exit::Kernel
-        })
+            Ending::from_exit(kind, uei.should_restart())
+        };
+        Ended { ending, why }
     }
+}
+
+/// How a run ended, and the kernel's words for why.
+pub struct Ended {
+    pub ending: Ending,
+    pub why: String,
 }

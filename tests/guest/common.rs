@@ -91,7 +91,10 @@ pub struct Agent {
 impl Agent {
     /// Start the agent and wait until the kernel reports it enabled.
     pub fn start(args: &[&str]) -> Agent {
-        let log = results_dir().join(format!("agent-{}.log", std::process::id()));
+        // One log per agent: a test that restarts the agent keeps both.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let log = results_dir().join(format!("agent-{}-{n}.log", std::process::id()));
         let out = fs::File::create(&log).unwrap();
         let child = Command::new(AGENT)
             .arg("run")
@@ -128,6 +131,14 @@ impl Agent {
     pub fn stop(mut self) -> (ExitStatus, String) {
         let status = self.signal_and_wait(libc::SIGTERM);
         (status, self.output())
+    }
+
+    /// Wait (at most `timeout`) for the agent to exit on its own.
+    pub fn wait_exit(mut self, timeout: Duration) -> Option<(ExitStatus, String)> {
+        let ok = wait_until(timeout, || self.try_exit().is_some());
+        let status = self.try_exit()?;
+        self.child = None;
+        ok.then(|| (status, self.output()))
     }
 
     /// SIGKILL: the agent gets no chance to clean up.

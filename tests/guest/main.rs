@@ -5,6 +5,7 @@
 //! on what the kernel reports.
 mod classes;
 mod common;
+mod faults;
 mod gang;
 mod lifecycle;
 mod preflight;

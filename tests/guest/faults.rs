@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Faults: CPU hotplug, a scheduler that fails, an agent that is killed.
+//! Through all of them every task keeps running, and the node gets
+//! scx_linger back when it should.
+
+use std::process::Command;
+use std::time::Duration;
+
+use crate::common::*;
+
+const CPU1_ONLINE: &str = "/sys/devices/system/cpu/cpu1/online";
+
+fn set_cpu1_online(on: bool) {
+    std::fs::write(CPU1_ONLINE, if on { "1" } else { "0" })
+        .unwrap_or_else(|e| panic!("writing {CPU1_ONLINE}: {e}"));
+}
+
+/// CPU use of `h` over `window`, as a fraction of one CPU.
+fn cpu_share(h: &Hogs, window: Duration) -> f64 {
+    let before = total_runtime(h);
+    std::thread::sleep(window);
+    (total_runtime(h) - before) as f64 / window.as_nanos() as f64
+}
+
+#[test]
+fn cpu_hotplug_restarts_the_scheduler_and_every_task_keeps_running() {
+    require_guest();
+    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
+    let mut hogs = Hogs::spin(3);
+    let agent = Agent::start(&[]);
+    let restarts = |a: &Agent| a.output().matches("restarting in 0.0 s").count();
+
+    // sched_ext reloads the scheduler on hotplug; the agent does so at once.
+    for (step, online) in [(1, false), (2, true)] {
+        set_cpu1_online(online);
+        let back = wait_until(Duration::from_secs(60), || {
+            restarts(&agent) >= step && state() == "enabled"
+        });
+        if !back {
+            set_cpu1_online(true);
+        }
+        assert!(
+            back,
+            "no restart after cpu1 went {}: state {}\n{}",
+            if online { "online" } else { "offline" },
+            state(),
+            agent.output()
+        );
+        let before = hogs.runtimes();
+        std::thread::sleep(Duration::from_secs(2));
+        assert!(all_progressed(&before, &hogs.runtimes()), "a task stalled");
+        assert!(hogs.all_alive());
+    }
+    assert_eq!(nr_cpus(), 2);
+    assert!(ops_name().is_some_and(|o| o.starts_with("scx_linger")));
+    figure(&format!(
+        "faults: cpu1 offline and online again: {} immediate restarts, every task kept running",
+        restarts(&agent)
+    ));
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn a_failing_scheduler_is_restarted_with_backoff_then_given_up() {
+    require_guest();
+    let mut hogs = Hogs::spin(nr_cpus() + 1);
+    // The BPF side fails 1.5 s after every start; two restarts are allowed.
+    let agent = Agent::start(&["--debug-fail-after-ms", "1500", "--max-restarts", "2"]);
+    let (status, out) = agent
+        .wait_exit(Duration::from_secs(120))
+        .expect("the agent did not give up within 120 s");
+    figure(&format!(
+        "faults: a scheduler failing 1.5 s after each start: {} restarts, then: {}",
+        out.matches("restarting in").count(),
+        out.lines()
+            .find(|l| l.contains("giving up"))
+            .unwrap_or("(no give-up line)")
+    ));
+    assert_eq!(status.code(), Some(2), "{out}");
+    assert!(
+        out.contains("staged failure"),
+        "the kernel's reason was not reported:\n{out}"
+    );
+    assert!(out.contains("restarting in 1.0 s"), "{out}");
+    assert!(out.contains("restarting in 2.0 s"), "{out}");
+    let give_up: Vec<&str> = out.lines().filter(|l| l.contains("giving up")).collect();
+    assert_eq!(give_up.len(), 1, "{out}");
+    assert!(give_up[0].contains("after 3 failed runs"), "{out}");
+    assert!(give_up[0].contains("default scheduler"), "{out}");
+    assert_eq!(state(), "disabled");
+    let before = hogs.runtimes();
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(all_progressed(&before, &hogs.runtimes()), "a task stalled");
+    assert!(hogs.all_alive());
+}
+
+#[test]
+fn sigkill_with_guests_and_gangs_then_a_restart_restores_every_class() {
+    require_guest();
+    let guest = TestCgroup::new("t-kill/guest");
+    let gang = TestCgroup::new("t-kill/gang");
+    let _primaries = Hogs::spin(nr_cpus());
+    let agent = Agent::start(&[]);
+    tag(&guest.rel, "guest");
+    tag(&gang.rel, "gang");
+    let guests = guest.spin(1);
+    let _members = gang.spin(1);
+    std::thread::sleep(Duration::from_secs(2));
+    let under_linger = cpu_share(&guests, Duration::from_secs(3));
+
+    agent.kill9();
+    assert!(wait_until(Duration::from_secs(10), || state() == "disabled"));
+    let under_eevdf = cpu_share(&guests, Duration::from_secs(3));
+
+    // A new agent reads every label back from the cgroups.
+    let again = Agent::start(&[]);
+    // Labels are in place before the new scheduler attaches: the guest
+    // gets nothing from the first second on.
+    let per_second: Vec<f64> = (0..5)
+        .map(|_| cpu_share(&guests, Duration::from_secs(1)))
+        .collect();
+    let restored = per_second.iter().copied().fold(0.0, f64::max);
+    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats --json");
+    let class_of = |path: &str| {
+        v["jobs"]
+            .as_array()
+            .and_then(|js| js.iter().find(|j| j["path"] == path))
+            .map(|j| j["class"].as_str().unwrap_or("").to_string())
+    };
+    figure(&format!(
+        "faults: guest share of a CPU beside full primary load: scx_linger {:.1}%, after SIGKILL of the agent (EEVDF) {:.1}%, after a restart, per second: {:?}%",
+        under_linger * 100.0,
+        under_eevdf * 100.0,
+        per_second.iter().map(|s| (s * 1000.0).round() / 10.0).collect::<Vec<_>>()
+    ));
+    assert!(under_linger < 0.02, "guest got {under_linger:.3} of a CPU");
+    assert!(
+        under_eevdf > 0.1,
+        "guest got only {under_eevdf:.3} under EEVDF"
+    );
+    assert!(
+        restored < 0.02,
+        "the guest label was not restored: {restored:.3}"
+    );
+    assert_eq!(
+        class_of(&format!("/{}", guest.rel)).as_deref(),
+        Some("guest"),
+        "{v}"
+    );
+    assert_eq!(
+        class_of(&format!("/{}", gang.rel)).as_deref(),
+        Some("gang"),
+        "{v}"
+    );
+    let (status, out) = again.stop();
+    assert!(status.success(), "{out}");
+}
