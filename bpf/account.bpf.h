@@ -155,40 +155,58 @@ static void account_running(struct task_ctx *tctx, u64 now)
 }
 
 /*
- * stopping(): charge the run to the task's class and job. @runnable: it
- * is still ready to run (preempted, slice over), so it waits from now.
- * Returns the length of the run.
+ * Charge what the task ran since run_start to its class and job, and
+ * start counting afresh. Called when it stops, and when dispatch() lets
+ * it keep its CPU for another slice (no stopping()/running() pair then):
+ * a task that holds a CPU for seconds shows up slice by slice, not in one
+ * lump when it finally stops. Returns the time charged.
  */
-static u64 account_stopping(struct task_ctx *tctx, bool runnable, u64 now)
+static u64 account_checkpoint(struct task_ctx *tctx, u64 now)
 {
 	struct linger_cpu_acct *ca;
 	struct linger_job_acct *ja;
 	u32 acct = task_acct(tctx);
-	u64 ran = 0, job;
+	u64 ran, job;
+
+	if (!tctx || !tctx->run_start || time_before(now, tctx->run_start))
+		return 0;
+	ran = now - tctx->run_start;
+	tctx->run_start = now;
+	if (!accounting)
+		return ran;
+
+	ca = lookup_cpu_acct();
+	if (ca && acct < LINGER_NR_ACCTS)
+		ca->cpu_ns[acct] += ran;
+	job = tctx->running_job;
+	ja = job ? bpf_map_lookup_elem(&job_accts, &job) : NULL;
+	if (ja)
+		__sync_fetch_and_add(&ja->cpu_ns, ran);
+	return ran;
+}
+
+/*
+ * stopping(): charge the run to the task's class and job. @runnable: it
+ * is still ready to run (preempted, slice over), so it waits from now.
+ * Returns the length of the run's last stretch.
+ */
+static u64 account_stopping(struct task_ctx *tctx, bool runnable, u64 now)
+{
+	struct linger_job_acct *ja;
+	u64 ran = account_checkpoint(tctx, now), job;
 
 	if (!tctx)
 		return 0;
-	if (tctx->run_start && !time_before(now, tctx->run_start))
-		ran = now - tctx->run_start;
 	tctx->run_start = 0;
 	if (!accounting)
 		return ran;
 	if (runnable)
 		tctx->ready_at = now;
-
-	ca = lookup_cpu_acct();
-	if (ca && acct < LINGER_NR_ACCTS)
-		ca->cpu_ns[acct] += ran;
-
 	job = tctx->running_job;
 	tctx->running_job = 0;
-	if (!job)
-		return ran;
-	ja = bpf_map_lookup_elem(&job_accts, &job);
-	if (ja) {
-		__sync_fetch_and_add(&ja->cpu_ns, ran);
+	ja = job ? bpf_map_lookup_elem(&job_accts, &job) : NULL;
+	if (ja)
 		__sync_fetch_and_sub(&ja->nr_running, 1);
-	}
 	return ran;
 }
 

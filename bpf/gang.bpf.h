@@ -626,20 +626,17 @@ static void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now)
 }
 
 /*
- * stopping(): charge a member's @ran ns of CPU to its gang, or a
- * non-member's, run during a primary gang slot, to the slot's gangs as
- * back-fill: the capacity the gap would otherwise have wasted.
+ * Charge a member's @ran ns of CPU to its gang, or a non-member's, run
+ * during a primary gang slot, to the slot's gangs as back-fill: the
+ * capacity the gap would otherwise have wasted.
  */
-static void gang_note_stopping(s32 cpu, struct task_ctx *tctx, u64 ran)
+static void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	struct linger_gang_stats *st;
-	bool member = cg && cg->running;
 	u64 mask = active_primary;
 	u32 g;
 
-	if (member)
-		cg->running = 0;
 	if (!ran)
 		return;
 	if (tctx && tctx->gang) {
@@ -647,7 +644,7 @@ static void gang_note_stopping(s32 cpu, struct task_ctx *tctx, u64 ran)
 		if (st)
 			__sync_fetch_and_add(&st->cpu_ns, ran);
 	}
-	if (member || !mask || gang_open)
+	if ((cg && cg->running) || !mask || gang_open)
 		return;
 	account_backfill(ran);
 	bpf_for(g, 0, LINGER_MAX_GANGS) {
@@ -657,6 +654,16 @@ static void gang_note_stopping(s32 cpu, struct task_ctx *tctx, u64 ran)
 		if (st)
 			__sync_fetch_and_add(&st->backfill_ns, ran);
 	}
+}
+
+/* stopping(): charge the run, and the CPU no longer runs a member. */
+static void gang_note_stopping(s32 cpu, struct task_ctx *tctx, u64 ran)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+
+	gang_charge_run(cpu, tctx, ran);
+	if (cg && cg->running)
+		cg->running = 0;
 }
 
 /* dispatch() begins: a reservation on this CPU has served its purpose. */

@@ -176,11 +176,15 @@ static u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
  * Let @prev run another slice: charge it for the one it just used first
  * (no stopping()/running() pair happens in between).
  */
+static void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran);
+
 static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
 			 s32 cpu)
 {
 	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
 
+	/* The figures see the slice it ran, before the next one begins. */
+	gang_charge_run(cpu, tctx, account_checkpoint(tctx, scx_bpf_now()));
 	prev->scx.dsq_vtime = charged_vtime(prev, tctx, false);
 	if (tctx)
 		tctx->granted = false;

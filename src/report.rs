@@ -158,6 +158,16 @@ pub struct LogLine {
     pub message: String,
 }
 
+/// A delay given in microseconds, in the unit that reads best.
+pub fn fmt_delay_us(us: Option<f64>) -> String {
+    match us {
+        None => "-".into(),
+        Some(v) if v >= 1e6 => format!("{:.1}s", v / 1e6),
+        Some(v) if v >= 1e3 => format!("{:.1}ms", v / 1e3),
+        Some(v) => format!("{v:.0}us"),
+    }
+}
+
 /// A histogram percentile in microseconds (the upper edge of its bucket).
 pub fn percentile_us(hist: &[u64], p: u64) -> Option<f64> {
     hist_percentile(hist, p).map(|d: Duration| d.as_secs_f64() * 1e6)
@@ -191,7 +201,7 @@ impl Snapshot {
         let mut out = String::new();
         let n = &self.node;
         let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
-        let us = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.0}"));
+        let us = fmt_delay_us;
         out += &format!(
             "{} ({}) on {} {}, {} CPUs, load {:.2} {:.2} {:.2}; agent up {:.0} s\n",
             n.scheduler,
@@ -213,7 +223,7 @@ impl Snapshot {
         );
         out += &format!(
             "{:<11} {:>9} {:>12} {:>10} {:>9} {:>9}\n",
-            "class", "CPUs now", "CPU s total", "runs", "delay p50", "p99 (us)"
+            "class", "CPUs now", "CPU s total", "runs", "delay p50", "p99"
         );
         for c in &self.classes {
             out += &format!(
@@ -244,7 +254,7 @@ impl Snapshot {
         }
         for g in &self.gangs {
             out += &format!(
-                "gang {} ({} threads): {} slots, {} partial, skew p50 {} us p99 {} us, backfill {:.2} s\n",
+                "gang {} ({} threads): {} slots, {} partial, skew p50 {} p99 {}, backfill {:.2} s\n",
                 g.path,
                 g.size,
                 g.slots,
@@ -301,5 +311,9 @@ mod tests {
         v["a_field_from_the_future"] = 1.into();
         assert!(serde_json::from_value::<Snapshot>(v).is_ok());
         assert!(s.text().contains("guest"));
+        assert_eq!(fmt_delay_us(Some(16777.2)), "16.8ms");
+        assert_eq!(fmt_delay_us(Some(4294967.0)), "4.3s");
+        assert_eq!(fmt_delay_us(Some(262.0)), "262us");
+        assert_eq!(fmt_delay_us(None), "-");
     }
 }

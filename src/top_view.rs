@@ -11,7 +11,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Row, Sparkline, Table, Wrap};
 use ratatui::Frame;
 
-use crate::report::{RotationView, Snapshot, CLASSES};
+use crate::report::{fmt_delay_us as delay, RotationView, Snapshot, CLASSES};
 use crate::top::App;
 
 const MIN_W: u16 = 60;
@@ -22,16 +22,6 @@ fn class_color(i: usize) -> Color {
         .get(i)
         .copied()
         .unwrap_or(Color::White)
-}
-
-/// A delay given in microseconds, in the unit that reads best.
-fn delay(us: Option<f64>) -> String {
-    match us {
-        None => "-".into(),
-        Some(v) if v >= 1e6 => format!("{:.1}s", v / 1e6),
-        Some(v) if v >= 1e3 => format!("{:.1}ms", v / 1e3),
-        Some(v) => format!("{v:.0}us"),
-    }
 }
 
 fn clock(ms: u64) -> String {
@@ -360,7 +350,5 @@ mod tests {
         };
         assert_eq!(timeline(&r, 20), "000000000111111|11..");
         assert_eq!(clock(3_723_000), "01:02:03");
-        assert_eq!(delay(Some(16777.2)), "16.8ms");
-        assert_eq!(delay(Some(262.0)), "262us");
     }
 }

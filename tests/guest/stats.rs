@@ -51,6 +51,12 @@ fn stats_json_matches_the_kernels_accounting() {
     // their CPU time is the job's.
     std::thread::sleep(Duration::from_millis(500));
     let hogs = guest.spin(2);
+    // An unlabelled job: its top-level cgroup is the job, and its thread
+    // keeps its CPU slice after slice (charged without stopping()).
+    let primary = TestCgroup::new("t-stats-work/x");
+    let worker = primary.spin(1);
+    // What they ran before they were moved in belongs to another job.
+    let (hogs_at_move, worker_at_move) = (total_runtime(&hogs), total_runtime(&worker));
     let duty = DutyThreads::start(1, Duration::from_millis(10), Duration::from_millis(10));
     std::thread::sleep(Duration::from_secs(4));
 
@@ -67,10 +73,12 @@ fn stats_json_matches_the_kernels_accounting() {
     let harvest = live["machine"]["guest_harvest_now"].as_f64();
     assert!(harvest.is_some_and(|h| h > 0.5), "harvest {harvest:?}");
 
-    // Freeze the job, then compare its total with the kernel's.
+    // Freeze the jobs, then compare their totals with the kernel's.
     signal_all(&hogs, libc::SIGSTOP);
+    signal_all(&worker, libc::SIGSTOP);
     std::thread::sleep(Duration::from_millis(200));
-    let kernel_ns = total_runtime(&hogs) as f64;
+    let kernel_ns = (total_runtime(&hogs) - hogs_at_move) as f64;
+    let worker_ns = (total_runtime(&worker) - worker_at_move) as f64;
     std::thread::sleep(Duration::from_millis(1500));
     let after = stats_json();
     let ours = job(&after, &format!("/{}", guest.rel)).unwrap()["cpu_seconds"]
@@ -78,11 +86,18 @@ fn stats_json_matches_the_kernels_accounting() {
         .unwrap()
         * 1e9;
     let guest_class = class_cpu(&after, "guest") * 1e9;
+    let work = job(&after, "/t-stats-work").expect("the unlabelled job is listed")["cpu_seconds"]
+        .as_f64()
+        .unwrap()
+        * 1e9;
     figure(&format!(
-        "stats: guest job CPU {:.3} s by scx_linger's accounting, {:.3} s by schedstat ({:+.2}%); guest class {:.3} s; harvest {:.1}%",
+        "stats: guest job CPU {:.3} s by scx_linger's accounting, {:.3} s by schedstat ({:+.2}%); unlabelled primary job {:.3} s vs {:.3} s ({:+.2}%); guest class {:.3} s; harvest {:.1}%",
         ours / 1e9,
         kernel_ns / 1e9,
         (ours / kernel_ns - 1.0) * 100.0,
+        work / 1e9,
+        worker_ns / 1e9,
+        (work / worker_ns - 1.0) * 100.0,
         guest_class / 1e9,
         harvest.unwrap_or(0.0) * 100.0
     ));
@@ -94,8 +109,13 @@ fn stats_json_matches_the_kernels_accounting() {
         guest_class >= ours * 0.99,
         "class {guest_class} < job {ours}"
     );
+    assert!(
+        (work - worker_ns).abs() <= worker_ns * 0.05 + 50e6,
+        "primary job CPU {work} ns vs schedstat {worker_ns} ns"
+    );
     drop(duty);
     signal_all(&hogs, libc::SIGCONT);
+    signal_all(&worker, libc::SIGCONT);
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
 }
