@@ -389,7 +389,10 @@ fn ordinary_primaries_keep_waking_up_beside_a_gang() {
         (r1 - r0) as f64 / 1e6
     ));
     // Up to ~470 wake-ups fit in 10 s; a starved waker manages a handful.
-    assert!(slices > 100, "the waking primary ran only {slices} times in 10 s");
+    assert!(
+        slices > 100,
+        "the waking primary ran only {slices} times in 10 s"
+    );
     assert!(delay_ms < 50.0, "mean run delay {delay_ms:.1} ms");
     drop(waker);
     stop_still_enabled(agent);

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The demo, as run inside the sched_ext guest by `cargo xtask demo`: load
 # scx_linger, start a primary job and a guest job in their own cgroups, tag
-# the guest, and show the scheduler's live counters and each job's CPU use
-# as the kernel counts it. While the primary job is busy the guest gets
+# the guest, and show what an operator sees (`scx_linger top` and `stats`)
+# beside each job's CPU use as the kernel counts it. While the primary job is busy the guest gets
 # (almost) nothing; when the primary job ends the guest takes the idle CPUs.
 set -u
 AGENT=${1:?usage: demo.sh AGENT SECONDS}
@@ -13,7 +13,7 @@ NCPU=$(nproc)
 
 echo "kernel: $(uname -r), $NCPU CPUs, sched_ext state: $(cat /sys/kernel/sched_ext/state)"
 
-"$AGENT" run --stats 5 &
+"$AGENT" run &
 agent=$!
 i=0
 until [ "$(cat /sys/kernel/sched_ext/state)" = enabled ]; do
@@ -49,10 +49,20 @@ report() {
 STEP=5
 t=0 a0=$(usage owner-job) b0=$(usage guest-job) w0=$(now_us)
 half=$((SECONDS_TO_RUN / 2))
+# What an operator watching the node sees: `scx_linger top` (run in tmux,
+# since this script has no terminal) and `scx_linger stats`.
+tmux new-session -d -s demo -x 130 -y 40 "$AGENT top" 2>/dev/null
 while [ $t -lt "$half" ]; do sleep $STEP; t=$((t + STEP)); report; done
+echo "---- scx_linger top, both jobs running ----"
+tmux capture-pane -p -t demo 2>/dev/null || echo "(tmux is missing: cargo xtask deps installs it)"
+echo "---- scx_linger stats ----"
+"$AGENT" stats
 echo "owner-job finishes; its CPUs fall idle"
 echo 1 > $CG/demo/owner-job/cgroup.kill
 while [ $t -lt "$SECONDS_TO_RUN" ]; do sleep $STEP; t=$((t + STEP)); report; done
+echo "---- scx_linger stats, owner-job gone: the guest takes the idle CPUs ----"
+"$AGENT" stats
+tmux kill-session -t demo 2>/dev/null
 echo "root/ops while the jobs ran: $(cat /sys/kernel/sched_ext/root/ops)"
 
 echo 1 > $CG/demo/guest-job/cgroup.kill

@@ -40,6 +40,11 @@ pub struct BenchArgs {
     /// largest --cpus given (at least 2).
     #[arg(long)]
     pub gang: bool,
+    /// Measure scheduler overhead instead (bench/overhead.sh): hackbench
+    /// under EEVDF, scx_linger, and scx_linger --no-accounting (the cost
+    /// of counting for the stats), in icount guests, at least 5 repeats.
+    #[arg(long)]
+    pub overhead: bool,
 }
 
 /// Policies in report order, with what each is.
@@ -199,31 +204,19 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         crate::bench_gang::run(cpus, args.repeats)?;
         return Ok(0);
     }
-    let root = project_root();
-    let results = root.join("bench/results");
-    std::fs::create_dir_all(&results)?;
-    for &cpus in &args.cpus {
-        let outcome = vm::run(&VmArgs {
-            kernel: "debian".into(),
-            cpus,
-            mem: "2G".into(),
-            timeout: 3600,
-            icount: !args.parallel,
-            cmd: vec![
-                "sh".into(),
-                root.join("bench/qos.sh").to_string_lossy().into_owned(),
-                root.join("target/release/scx_linger")
-                    .to_string_lossy()
-                    .into_owned(),
-                root.join("target/release").to_string_lossy().into_owned(),
-                args.repeats.to_string(),
-                args.rounds.to_string(),
-            ],
-        })?;
-        if outcome.exit_code != 0 {
-            bail!("the bench failed in the guest (exit {})", outcome.exit_code);
+    if args.overhead {
+        for &cpus in &args.cpus {
+            crate::bench_overhead::run(cpus, args.repeats.max(5))?;
         }
-        let raw = std::fs::read_to_string(outcome.dir.join("output.log"))?;
+        return Ok(0);
+    }
+    for &cpus in &args.cpus {
+        let raw = run_script(
+            "qos.sh",
+            cpus,
+            !args.parallel,
+            &[args.repeats.to_string(), args.rounds.to_string()],
+        )?;
         let header_line = raw.lines().find(|l| l.starts_with("# ")).unwrap_or("#");
         let (mode, emulation) = if args.parallel {
             ("parallel", "multi-threaded TCG (vCPUs in parallel on host threads; host timing noise included)")
@@ -236,13 +229,52 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             args.repeats
         );
         let table = report(&parse(&raw), &header);
-        let path = results.join(format!("qos-{cpus}cpu-{mode}.md"));
-        std::fs::write(&path, &table)?;
-        std::fs::write(results.join(format!("qos-{cpus}cpu-{mode}.raw")), &raw)?;
-        println!("{table}");
-        step(&format!("wrote {}", path.display()));
+        save_report(&format!("qos-{cpus}cpu-{mode}"), &table, &raw)?;
     }
     Ok(0)
+}
+
+/// Run bench/`script` in one guest boot (`icount`: deterministic guest
+/// time) with the release scx_linger and the bench workloads' directory
+/// as its first two arguments, then `args`; return what it printed.
+pub fn run_script(script: &str, cpus: u32, icount: bool, args: &[String]) -> Result<String> {
+    let root = project_root();
+    let path = |p: &str| root.join(p).to_string_lossy().into_owned();
+    let mut cmd = vec![
+        "sh".to_string(),
+        path(&format!("bench/{script}")),
+        path("target/release/scx_linger"),
+        path("target/release"),
+    ];
+    cmd.extend_from_slice(args);
+    let outcome = vm::run(&VmArgs {
+        kernel: "debian".into(),
+        cpus,
+        mem: "2G".into(),
+        timeout: 3600,
+        icount,
+        cmd,
+    })?;
+    if outcome.exit_code != 0 {
+        bail!(
+            "bench/{script} failed in the guest (exit {})",
+            outcome.exit_code
+        );
+    }
+    Ok(std::fs::read_to_string(outcome.dir.join("output.log"))?)
+}
+
+/// Write a report (`name`.md) and the raw output it came from (`name`.raw)
+/// to bench/results, and show the report.
+pub fn save_report(name: &str, table: &str, raw: &str) -> Result<()> {
+    let results = project_root().join("bench/results");
+    std::fs::create_dir_all(&results)?;
+    let path = results.join(format!("{name}.md"));
+    std::fs::write(&path, table)?;
+    std::fs::write(results.join(format!("{name}.raw")), raw)?;
+    println!("{table}");
+    step(&format!("wrote {}", path.display()));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -9,12 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 
-use crate::bench::{field, median, word};
-use crate::paths::project_root;
-use crate::step;
-use crate::vm::{self, VmArgs};
+use crate::bench::{field, median, run_script, save_report, word};
 
 /// (wall ms, cpu ms) per repeat, per (case, k).
 type Runs = BTreeMap<(String, u32), Vec<(f64, f64)>>;
@@ -90,33 +87,9 @@ pub fn report(raw: &str, header: &str) -> String {
 }
 
 pub fn run(cpus: u32, repeats: u32) -> Result<()> {
-    let root = project_root();
-    let results = root.join("bench/results");
-    std::fs::create_dir_all(&results)?;
     let started = std::time::Instant::now();
-    let outcome = vm::run(&VmArgs {
-        kernel: "debian".into(),
-        cpus,
-        mem: "2G".into(),
-        timeout: 3600,
-        icount: false,
-        cmd: vec![
-            "sh".into(),
-            root.join("bench/gang.sh").to_string_lossy().into_owned(),
-            root.join("target/release/scx_linger")
-                .to_string_lossy()
-                .into_owned(),
-            root.join("target/release").to_string_lossy().into_owned(),
-            repeats.to_string(),
-        ],
-    })?;
-    if outcome.exit_code != 0 {
-        bail!(
-            "the gang bench failed in the guest (exit {})",
-            outcome.exit_code
-        );
-    }
-    let raw = std::fs::read_to_string(outcome.dir.join("output.log"))?;
+    // Parallel TCG, not icount: icount runs the vCPUs round-robin.
+    let raw = run_script("gang.sh", cpus, false, &[repeats.to_string()])?;
     let header_line = raw.lines().find(|l| l.starts_with("# ")).unwrap_or("#");
     let header = format!(
         "## Gang scheduling: k spinning-barrier jobs at once, {cpus} vCPUs, multi-threaded TCG\n\n{} ; QEMU TCG with vCPUs in parallel on host threads (host timing noise included; no caches modelled); {repeats} repeats; run took {:.1} min. Each job has one thread per CPU computing ~100 us between spinning barriers (bench/src/bin/barrier.rs).",
@@ -124,12 +97,7 @@ pub fn run(cpus: u32, repeats: u32) -> Result<()> {
         started.elapsed().as_secs_f64() / 60.0
     );
     let table = report(&raw, &header);
-    let path = results.join(format!("gang-{cpus}cpu-parallel.md"));
-    std::fs::write(&path, &table)?;
-    std::fs::write(results.join(format!("gang-{cpus}cpu-parallel.raw")), &raw)?;
-    println!("{table}");
-    step(&format!("wrote {}", path.display()));
-    Ok(())
+    save_report(&format!("gang-{cpus}cpu-parallel"), &table, &raw)
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ pub const HOST_PACKAGES: &[&str] = &[
     "util-linux",      // setpriv/unshare, used by the guest tests
     "tmux",            // drives `scx_linger top` in the guest tests
     "prometheus",      // a real scraper, and promtool, for the metrics test
+    "rt-tests",        // hackbench, for the scheduler overhead bench
 ];
 
 /// virtme-ng boots a kernel with the host's root filesystem shared over 9p.

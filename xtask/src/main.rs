@@ -10,6 +10,7 @@
 mod apt;
 mod bench;
 mod bench_gang;
+mod bench_overhead;
 mod demo;
 mod deps;
 mod kernel;

@@ -1,0 +1,40 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0-only
+# Scheduler overhead, in one guest boot (run by `cargo xtask bench
+# --overhead`): hackbench (rt-tests), nothing but wake-ups and context
+# switches, under the kernel's own scheduler (EEVDF), under scx_linger,
+# and under scx_linger with its accounting off. The first ratio is what
+# scheduling through BPF costs, the last what counting for the stats costs.
+# Prints one raw line per run.
+#
+# usage: overhead.sh AGENT BIN_DIR REPEATS GROUPS LOOPS
+set -u
+AGENT=$1 REPEATS=${3:-5} NGROUPS=${4:-2} LOOPS=${5:-100}
+echo "# kernel=$(uname -r) cpus=$(nproc) hackbench -p -g $NGROUPS -l $LOOPS"
+
+hb() { hackbench -p -g "$NGROUPS" -l "$LOOPS" | awk '/^Time:/ {print $2}'; }
+
+agent=
+start_agent() {
+	"$AGENT" run "$@" >/dev/null 2>&1 &
+	agent=$!
+	until [ "$(cat /sys/kernel/sched_ext/state)" = enabled ]; do
+		kill -0 $agent 2>/dev/null || { echo "scx_linger did not start" >&2; exit 1; }
+		sleep 0.05
+	done
+}
+stop_agent() {
+	kill -TERM $agent && wait $agent
+}
+
+# Warm up: binaries and libraries in the page cache.
+hb > /dev/null
+for rep in $(seq "$REPEATS"); do
+	echo "case=eevdf rep=$rep time=$(hb)"
+	start_agent
+	echo "case=linger rep=$rep time=$(hb)"
+	stop_agent
+	start_agent --no-accounting
+	echo "case=linger_noacct rep=$rep time=$(hb)"
+	stop_agent
+done
