@@ -190,6 +190,22 @@ pub fn harvest(guest_ns: f64, primary_ns: f64, capacity_ns: f64) -> Option<f64> 
     (left > capacity_ns * 0.001).then(|| (guest_ns / left).clamp(0.0, 1.0))
 }
 
+impl Node {
+    /// Host, kernel, CPUs, load and the agent's uptime, in one line.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} {}, {} CPUs, load {:.2} {:.2} {:.2}, agent up {:.0} s",
+            self.hostname,
+            self.kernel,
+            self.cpus,
+            self.loadavg[0],
+            self.loadavg[1],
+            self.loadavg[2],
+            self.agent_uptime_s
+        )
+    }
+}
+
 impl Snapshot {
     /// A class's figures by name.
     pub fn class(&self, name: &str) -> Option<&ClassStats> {
@@ -202,18 +218,7 @@ impl Snapshot {
         let n = &self.node;
         let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
         let us = fmt_delay_us;
-        out += &format!(
-            "{} ({}) on {} {}, {} CPUs, load {:.2} {:.2} {:.2}; agent up {:.0} s\n",
-            n.scheduler,
-            n.state,
-            n.hostname,
-            n.kernel,
-            n.cpus,
-            n.loadavg[0],
-            n.loadavg[1],
-            n.loadavg[2],
-            n.agent_uptime_s
-        );
+        out += &format!("{} ({}) on {}\n", n.scheduler, n.state, n.summary());
         out += &format!(
             "last {:.1} s: idle {:.2} CPUs, guest harvest {} (since start {})\n",
             self.machine.interval_s,

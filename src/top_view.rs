@@ -107,16 +107,7 @@ fn draw_header(f: &mut Frame, s: &Snapshot, area: Rect) {
     let n = &s.node;
     let title = Line::from(vec![
         Span::styled("scx_linger top ", Style::new().add_modifier(Modifier::BOLD)),
-        Span::raw(format!(
-            "{}  {}  {} CPUs  load {:.2} {:.2} {:.2}  agent up {:.0} s",
-            n.hostname,
-            n.kernel,
-            n.cpus,
-            n.loadavg[0],
-            n.loadavg[1],
-            n.loadavg[2],
-            n.agent_uptime_s
-        )),
+        Span::raw(n.summary()),
     ]);
     let sched = Line::from(format!("sched_ext: {} ({})", n.scheduler, n.state));
     let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));

@@ -217,7 +217,6 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
             !args.parallel,
             &[args.repeats.to_string(), args.rounds.to_string()],
         )?;
-        let header_line = raw.lines().find(|l| l.starts_with("# ")).unwrap_or("#");
         let (mode, emulation) = if args.parallel {
             ("parallel", "multi-threaded TCG (vCPUs in parallel on host threads; host timing noise included)")
         } else {
@@ -225,7 +224,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         };
         let header = format!(
             "## Primary QoS beside guests, {cpus} vCPU(s), {mode}\n\n{} ; QEMU TCG, {emulation}; no caches are modelled, so cache effects are not captured; {} repeats; one half-busy primary job per CPU (10 ms compute, 10 ms sleep), one CPU-bound guest per CPU. Run delay from /proc schedstat, guest harvest = guest CPU / (guest CPU + idle CPU) from /proc.",
-            header_line.trim_start_matches("# "),
+            script_header(&raw),
             args.repeats
         );
         let table = report(&parse(&raw), &header);
@@ -262,6 +261,13 @@ pub fn run_script(script: &str, cpus: u32, icount: bool, args: &[String]) -> Res
         );
     }
     Ok(std::fs::read_to_string(outcome.dir.join("output.log"))?)
+}
+
+/// The parameters line a bench script prints first (`# kernel=... ...`).
+pub fn script_header(raw: &str) -> &str {
+    raw.lines()
+        .find(|l| l.starts_with("# "))
+        .map_or("", |l| l.trim_start_matches("# "))
 }
 
 /// Write a report (`name`.md) and the raw output it came from (`name`.raw)

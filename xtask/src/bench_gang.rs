@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::bench::{field, median, run_script, save_report, word};
+use crate::bench::{field, median, run_script, save_report, script_header, word};
 
 /// (wall ms, cpu ms) per repeat, per (case, k).
 type Runs = BTreeMap<(String, u32), Vec<(f64, f64)>>;
@@ -90,10 +90,9 @@ pub fn run(cpus: u32, repeats: u32) -> Result<()> {
     let started = std::time::Instant::now();
     // Parallel TCG, not icount: icount runs the vCPUs round-robin.
     let raw = run_script("gang.sh", cpus, false, &[repeats.to_string()])?;
-    let header_line = raw.lines().find(|l| l.starts_with("# ")).unwrap_or("#");
     let header = format!(
         "## Gang scheduling: k spinning-barrier jobs at once, {cpus} vCPUs, multi-threaded TCG\n\n{} ; QEMU TCG with vCPUs in parallel on host threads (host timing noise included; no caches modelled); {repeats} repeats; run took {:.1} min. Each job has one thread per CPU computing ~100 us between spinning barriers (bench/src/bin/barrier.rs).",
-        header_line.trim_start_matches("# "),
+        script_header(&raw),
         started.elapsed().as_secs_f64() / 60.0
     );
     let table = report(&raw, &header);

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::bench::{field, median, run_script, save_report, word};
+use crate::bench::{field, median, run_script, save_report, script_header, word};
 
 /// hackbench seconds per repeat, per case.
 fn parse(raw: &str) -> BTreeMap<String, Vec<f64>> {
@@ -68,10 +68,9 @@ pub fn run(cpus: u32, repeats: u32) -> Result<()> {
         true,
         &[repeats.to_string(), "2".into(), "100".into()],
     )?;
-    let header_line = raw.lines().find(|l| l.starts_with("# ")).unwrap_or("#");
     let header = format!(
         "## Scheduler overhead: hackbench, {cpus} vCPU(s), icount\n\n{} ; QEMU TCG with `-icount shift=3,sleep=off` (guest time follows instruction counts, so host noise drops out; no caches are modelled); {repeats} repeats; run took {:.1} min.",
-        header_line.trim_start_matches("# "),
+        script_header(&raw),
         started.elapsed().as_secs_f64() / 60.0
     );
     let table = report(&raw, &header);
