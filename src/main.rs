@@ -13,6 +13,8 @@ mod cgroups;
 mod class;
 mod config;
 mod gang;
+#[cfg(test)]
+mod hostile_input;
 mod labels;
 mod metrics;
 mod preflight;
