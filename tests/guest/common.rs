@@ -24,6 +24,33 @@ pub fn require_guest() {
         0,
         "the guest tests run as root: use `cargo xtask test`"
     );
+    // Every test starts here: from now on dmesg() shows this test's kernel
+    // messages only, so the faults an earlier test staged on purpose (an
+    // ejection, a hotplug) are not taken for this test's.
+    let last = kernel_log()
+        .lines()
+        .filter_map(log_time)
+        .fold(0.0, f64::max);
+    *DMESG_MARK.lock().unwrap() = last;
+}
+
+/// Timestamp (s since boot) of the last kernel message before this test.
+static DMESG_MARK: std::sync::Mutex<f64> = std::sync::Mutex::new(0.0);
+
+/// The time of a kernel log line, `[  149.476997] ...`.
+fn log_time(line: &str) -> Option<f64> {
+    line.trim_start()
+        .strip_prefix('[')?
+        .split(']')
+        .next()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+fn kernel_log() -> String {
+    let out = Command::new("dmesg").output().expect("running dmesg");
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// Where a test may leave files the host can read after the run.
@@ -62,10 +89,14 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// The kernel log, for sched_ext's own messages.
+/// The kernel's messages since this test began (see require_guest()).
 pub fn dmesg() -> String {
-    let out = Command::new("dmesg").output().expect("running dmesg");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let mark = *DMESG_MARK.lock().unwrap();
+    kernel_log()
+        .lines()
+        .filter(|l| log_time(l).is_none_or(|t| t > mark))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }
 
 /// sched_ext lines the kernel logged that mean our scheduler was ejected.
