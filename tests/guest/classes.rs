@@ -78,11 +78,11 @@ fn guests_harvest_the_cycles_half_busy_primaries_leave() {
     let guests = guest.spin(p);
     std::thread::sleep(Duration::from_secs(1));
     let b0 = duty.schedstat();
-    let g0 = total_runtime(&guests);
+    let (g0, i0) = (total_runtime(&guests), idle_ns());
     let t0 = Instant::now();
     let mut waits = crate::trace::record_wake_waits(window, &duty.tids);
     let b1 = duty.schedstat();
-    let g1 = total_runtime(&guests);
+    let (g1, i1) = (total_runtime(&guests), idle_ns());
     let wall = t0.elapsed().as_nanos() as f64;
 
     let delay = |x: (u64, u64, u64), y: (u64, u64, u64)| {
@@ -90,8 +90,12 @@ fn guests_harvest_the_cycles_half_busy_primaries_leave() {
     };
     let (alone_us, with_us) = (delay(a0, a1), delay(b0, b1));
     let primary_ns = (b1.0 - b0.0) as f64;
-    let left_idle = p as f64 * wall - primary_ns;
-    let harvest = (g1 - g0) as f64 / left_idle;
+    // What every primary (these threads, the agent, the kernel's threads,
+    // the tracing) left of the CPUs went to the guests or stayed idle, as
+    // the kernel counts it: harvest is the guests' share of that.
+    let guest_ns = (g1 - g0) as f64;
+    let left_idle = guest_ns + i1.saturating_sub(i0) as f64;
+    let harvest = guest_ns / left_idle;
     let work_alone = (a1.0 - a0.0) as f64 / window.as_nanos() as f64;
     let work_with = primary_ns / wall;
     let nr_waits = waits.len();
@@ -101,7 +105,7 @@ fn guests_harvest_the_cycles_half_busy_primaries_leave() {
         crate::trace::percentile(&mut waits, 100),
     );
     figure(&format!(
-        "50% primaries x{p}: run delay per slice {alone_us:.0} us alone, {with_us:.0} us with guests; wake-up to running beside guests p50 {:.0} us p99 {:.0} us max {:.1} ms over {nr_waits} wake-ups; primary CPU {:.3} -> {:.3} CPUs ({:+.1}%); guest harvest {:.1}% of the {:.2} CPU-s left idle",
+        "50% primaries x{p}: run delay per slice {alone_us:.0} us alone, {with_us:.0} us with guests; wake-up to running beside guests p50 {:.0} us p99 {:.0} us max {:.1} ms over {nr_waits} wake-ups; primary CPU {:.3} -> {:.3} CPUs ({:+.1}%); guest harvest {:.1}% of the {:.2} CPU-s all primaries left (guest + idle, /proc/stat)",
         wait50 * 1e6,
         wait99 * 1e6,
         wait_max * 1e3,

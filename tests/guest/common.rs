@@ -291,6 +291,26 @@ pub fn runtime_ns(pid: i32) -> u64 {
         .unwrap_or(0)
 }
 
+/// Idle CPU time of the whole machine so far (idle + iowait of the `cpu`
+/// line of /proc/stat), in ns.
+pub fn idle_ns() -> u64 {
+    let stat = fs::read_to_string("/proc/stat").unwrap();
+    let ticks: u64 = stat
+        .lines()
+        .find_map(|l| l.strip_prefix("cpu "))
+        .map(|l| {
+            l.split_whitespace()
+                .skip(3)
+                .take(2)
+                .filter_map(|v| v.parse::<u64>().ok())
+                .sum()
+        })
+        .unwrap();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    ticks * (1_000_000_000 / hz)
+}
+
 /// Processes created since boot (the `processes` line of /proc/stat).
 pub fn forks_since_boot() -> u64 {
     fs::read_to_string("/proc/stat")
