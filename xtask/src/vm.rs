@@ -15,6 +15,7 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -46,6 +47,35 @@ pub struct VmArgs {
     /// The command to run in the guest (through `sh -c`).
     #[arg(last = true, required = true)]
     pub cmd: Vec<String>,
+}
+
+/// The guest's process group, for the signal handler below (0: none).
+static GUEST_PGID: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn kill_guest_and_exit(sig: libc::c_int) {
+    let pgid = GUEST_PGID.load(Ordering::SeqCst);
+    // SAFETY: kill(2) and _exit(2) are async-signal-safe and touch no
+    // memory of ours.
+    unsafe {
+        if pgid > 0 {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+        libc::_exit(128 + sig);
+    }
+}
+
+/// The guest runs in its own process group (so that a timeout can kill
+/// vng and its QEMU together), which also shields it from signals meant
+/// for us: if we are interrupted or terminated (Ctrl-C, `timeout`, a CI
+/// runner giving up), take the guest down too rather than leave a QEMU
+/// eating the CPUs that the next timing run needs.
+fn kill_guest_if_we_are_killed(pgid: i32) {
+    GUEST_PGID.store(pgid, Ordering::SeqCst);
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // SAFETY: installs a handler that only calls async-signal-safe
+        // functions.
+        unsafe { libc::signal(sig, kill_guest_and_exit as *const () as libc::sighandler_t) };
+    }
 }
 
 pub fn run_cli(args: &VmArgs) -> Result<i32> {
@@ -193,6 +223,7 @@ pub fn run(args: &VmArgs) -> Result<Outcome> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting {}", vng.display()))?;
+    kill_guest_if_we_are_killed(child.id() as i32);
 
     let mut streamer = LogStreamer::new(dir.join("output.log"));
     let deadline = started + Duration::from_secs(args.timeout);
