@@ -195,9 +195,127 @@ static u32 sched_gang(const struct task_ctx *tctx)
 	return tier_scheduled(tctx->class) & GANG_BIT(g) ? g + 1 : 0;
 }
 
-static bool gang_is_active(u32 tier, u32 g)
+static struct linger_gang_stats *lookup_gang_stats(u32 g);
+
+/*
+ * Admission. The agent lets gangs share a slot when their members fit on
+ * the CPUs together, but a gang can grow between two packings (a job that
+ * is spawning its threads, or one whose members woke up). If a slot's
+ * gangs then have more runnable members than there are CPUs, time-sharing
+ * them would give each gang some of its members and leave those spinning
+ * for partners that are off the CPU: the collapse gangs exist to prevent.
+ * So the slot admits whole gangs while they fit, in an order that rotates
+ * with the cycle number (every gang is first in some cycles, and nodes
+ * with the same table and clock agree); the others wait for their next
+ * slot, which counts as a partial start, and the agent repacks at once
+ * when it sees a gang outgrow its slot. The first gang is admitted even
+ * if it alone is too big: it has the slot to itself anyway.
+ */
+static u32 gang_nr_cpus = 1;
+/*
+ * Per tier, the gang number admission starts from (then upwards, wrapping
+ * round): the k-th active gang in cycle number c, with k = c mod the
+ * number of active gangs. Set by the timer.
+ */
+static u32 admit_first_primary, admit_first_guest;
+
+/*
+ * A global function, verified once on its own: its loops would otherwise
+ * be re-verified inside every caller's (gang_make_room() walks the CPUs).
+ */
+/*
+ * The answer is cached per tier: it is asked several times per dispatch
+ * (and per CPU when a member looks for room), and its loops are not free.
+ * Anything it depends on bumps admit_gen: a gang's runnable count, the
+ * active gangs, the rotation of the order, the table.
+ */
+static u64 admit_gen = 1;
+static u64 admit_cache_gen[LINGER_NR_CLASSES];
+static u64 admit_cache[LINGER_NR_CLASSES];
+
+static void admission_changed(void)
 {
-	return tier_active(tier) & GANG_BIT(g);
+	__sync_fetch_and_add(&admit_gen, 1);
+}
+
+static u64 gang_admit(u32 tier);
+
+__noinline u64 gang_admitted(u32 tier)
+{
+	u32 t = tier & 1;
+	u64 gen = admit_gen, mask;
+
+	if (admit_cache_gen[t] == gen)
+		return admit_cache[t];
+	mask = gang_admit(t);
+	admit_cache[t] = mask;
+	admit_cache_gen[t] = gen;
+	return mask;
+}
+
+static u64 gang_admit(u32 tier)
+{
+	u64 mask = tier_active(tier), admitted = 0, lend;
+	u32 room = gang_nr_cpus, i;
+	u32 first = tier == LINGER_CLASS_GUEST ? admit_first_guest : admit_first_primary;
+	bool placed = false;
+
+	lend = tier_scheduled(tier) & ~mask;
+	if (!(mask & (mask - 1)) && !lend)
+		return mask;
+	bpf_for(i, 0, LINGER_MAX_GANGS) {
+		u32 g = (first + i) & (LINGER_MAX_GANGS - 1);
+		struct linger_gang_stats *st;
+		s64 want;
+
+		if (!(mask & GANG_BIT(g)))
+			continue;
+		st = lookup_gang_stats(g);
+		want = st ? st->nr_runnable : 0;
+		if (want <= 0) {
+			/* Nothing runnable: it takes no room until it wakes. */
+			admitted |= GANG_BIT(g);
+			continue;
+		}
+		if (placed && want > room)
+			continue;
+		admitted |= GANG_BIT(g);
+		room = want >= room ? 0 : room - want;
+		placed = true;
+	}
+
+	/*
+	 * Lending (Strazdins & Uhlmann: don't waste the gaps). CPUs the slot's
+	 * own gangs leave unused (a gang that finished, or whose members all
+	 * wait for I/O) go to other gangs of the tier that fit on them whole,
+	 * until the slot's gangs want them back: then the borrowers are no
+	 * longer admitted, and a waking member may push them off.
+	 */
+	if (!room || !lend)
+		return admitted;
+	bpf_for(i, 0, LINGER_MAX_GANGS) {
+		u32 g = (first + i) & (LINGER_MAX_GANGS - 1);
+		struct linger_gang_stats *st;
+		s64 want;
+
+		if (!(lend & GANG_BIT(g)))
+			continue;
+		st = lookup_gang_stats(g);
+		want = st ? st->nr_runnable : 0;
+		if (want <= 0 || want > room)
+			continue;
+		admitted |= GANG_BIT(g);
+		room -= want;
+		if (!room)
+			break;
+	}
+	return admitted;
+}
+
+/* Active, and admitted into its slot: its members may run now. */
+static bool gang_may_run(u32 tier, u32 g)
+{
+	return gang_admitted(tier) & GANG_BIT(g);
 }
 
 /* A member of a gang with a slot, waiting for that slot: it must not run. */
@@ -205,7 +323,7 @@ static bool waits_for_slot(const struct task_ctx *tctx)
 {
 	u32 gang = sched_gang(tctx);
 
-	return gang && !gang_is_active(tctx->class, gang - 1);
+	return gang && !gang_may_run(tctx->class, gang - 1);
 }
 
 /* The DSQ @p waits in: its gang's while the gang has slots, else its class's. */
@@ -290,6 +408,29 @@ static u64 rotation_at(const struct linger_rotation *r, u64 tai, u64 *mask,
 	return r->cycle_ns - pos;
 }
 
+/* Where admission starts among @mask's gangs in cycle @cycle_no. */
+static u32 admit_first(u64 mask, u64 cycle_no)
+{
+	u32 nr = 0, i;
+	u64 k;
+
+	bpf_for(i, 0, LINGER_MAX_GANGS) {
+		if (mask & GANG_BIT(i))
+			nr++;
+	}
+	if (!nr)
+		return 0;
+	k = cycle_no % nr;
+	bpf_for(i, 0, LINGER_MAX_GANGS) {
+		if (!(mask & GANG_BIT(i)))
+			continue;
+		if (!k)
+			return i;
+		k--;
+	}
+	return 0;
+}
+
 /* End and begin the slots of the gangs whose activity changes. */
 static void gang_turn_over(u64 old, u64 new, u64 now)
 {
@@ -314,6 +455,7 @@ static void gang_switch(u64 primary, u64 guest, bool open, u64 now, u64 tai)
 	gang_turn_over(active_guest, guest, now);
 	active_primary = primary;
 	active_guest = guest;
+	admission_changed();
 	gang_open = open;
 	last_switch_tai = tai;
 	stat_inc(LINGER_STAT_GANG_SWITCH);
@@ -342,6 +484,7 @@ static u64 tier_tick(struct linger_rotation *r, u64 *sched, u64 tai, u64 *next,
 	if (*sched != r->gangs) {
 		*sched = r->gangs;
 		gang_sched_gen++;
+		admission_changed();
 	}
 	*open = false;
 	if (!r->cycle_ns)
@@ -362,10 +505,24 @@ static int gang_tick(void *map, int *key, struct bpf_timer *timer)
 
 	debug_staged_failure(now);
 	if (t) {
+		u64 cycle = t->tiers[LINGER_CLASS_PRIMARY].cycle_ns ?:
+			    t->tiers[LINGER_CLASS_GUEST].cycle_ns;
+
 		primary = tier_tick(&t->tiers[LINGER_CLASS_PRIMARY],
 				    &scheduled_primary, tai, &next, &open);
 		guest = tier_tick(&t->tiers[LINGER_CLASS_GUEST],
 				  &scheduled_guest, tai, &next, &guest_open);
+		u32 nr_cpus = t->nr_cpus ?: scx_bpf_nr_cpu_ids();
+		u32 fp = admit_first(primary, cycle ? tai / cycle : 0);
+		u32 fg = admit_first(guest, cycle ? tai / cycle : 0);
+
+		if (nr_cpus != gang_nr_cpus || fp != admit_first_primary ||
+		    fg != admit_first_guest) {
+			gang_nr_cpus = nr_cpus;
+			admit_first_primary = fp;
+			admit_first_guest = fg;
+			admission_changed();
+		}
 	}
 	if (primary != active_primary || guest != active_guest ||
 	    open != gang_open)
@@ -406,11 +563,14 @@ static bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary)
 		return false;
 	running = cg->running;
 	if (running) {
-		/* A guest gang's member yields to a primary gang's. */
-		if (gang_is_active(LINGER_CLASS_PRIMARY, running - 1))
+		/*
+		 * A guest gang's member yields to a primary gang's, and a gang
+		 * left out of a crowded slot yields to the admitted ones.
+		 */
+		if (gang_may_run(LINGER_CLASS_PRIMARY, running - 1))
 			return false;
 		return tier == LINGER_CLASS_PRIMARY ||
-		       !gang_is_active(LINGER_CLASS_GUEST, running - 1);
+		       !gang_may_run(LINGER_CLASS_GUEST, running - 1);
 	}
 	return cpu_runs_guest(cpu) || evict_primary;
 }
@@ -479,7 +639,7 @@ static void gang_make_room(struct task_struct *p, u32 g, u32 tier)
 static bool gang_dispatch(u32 tier, s32 cpu, struct task_struct *prev,
 			  struct task_ctx *ptctx, u64 now)
 {
-	u64 mask = tier_active(tier);
+	u64 mask = gang_admitted(tier);
 	u32 gang = sched_gang(ptctx), g;
 
 	if (!mask)
@@ -522,7 +682,7 @@ static void gang_enqueue(struct task_struct *p, struct task_ctx *tctx,
 			__sync_fetch_and_add(&st->displaced, 1);
 	}
 	scx_bpf_dsq_insert(p, GANG_DSQ(g), class_slice(tier), enq_flags);
-	if (gang_is_active(tier, g))
+	if (gang_may_run(tier, g))
 		gang_make_room(p, g, tier);
 }
 
@@ -579,6 +739,7 @@ static void gang_count_runnable(struct task_ctx *tctx)
 		return;
 	tctx->counted = tctx->gang;
 	nr = __sync_add_and_fetch(&st->nr_runnable, 1);
+	admission_changed();
 	if (st->hw_epoch != gang_hw_epoch) {
 		st->hw_epoch = gang_hw_epoch;
 		st->runnable_hw = nr > 0 ? nr : 0;
@@ -595,8 +756,10 @@ static void gang_uncount_runnable(struct task_ctx *tctx)
 		return;
 	st = lookup_gang_stats(tctx->counted - 1);
 	tctx->counted = 0;
-	if (st)
+	if (st) {
 		__sync_fetch_and_sub(&st->nr_runnable, 1);
+		admission_changed();
+	}
 }
 
 /*
@@ -615,7 +778,7 @@ static void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now)
 		return;
 	if (cg->reserved)
 		cg->reserved = 0;
-	if (gang && gang_is_active(tctx->class, gang - 1)) {
+	if (gang && gang_may_run(tctx->class, gang - 1)) {
 		running = gang;
 		gang_note_start(tctx, gang - 1, now);
 	}

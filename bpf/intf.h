@@ -84,9 +84,15 @@ struct linger_rotation {
 	struct linger_slot slots[LINGER_MAX_GANGS];
 };
 
-/* The whole gang table the agent hands to the BPF side. */
+/*
+ * The whole gang table the agent hands to the BPF side. nr_cpus: the CPUs
+ * it was packed for, which is how many members a slot's gangs may have
+ * runnable together before the slot must leave some gang out.
+ */
 struct linger_gang_table {
 	struct linger_rotation tiers[LINGER_NR_CLASSES];
+	u32	nr_cpus;
+	u32	pad;
 };
 
 /*

@@ -163,12 +163,17 @@ pub struct Rotation {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Table {
     pub tiers: [Rotation; 2],
+    /// The CPUs the gangs were packed for.
+    pub nr_cpus: u32,
 }
 
 /// Pack gangs into slots (see the module comment). `open_pct` is the share
 /// of the primary cycle left for ordinary primary work.
 pub fn pack(gangs: &[GangLoad], nr_cpus: u32, open_pct: u32) -> Table {
-    let mut table = Table::default();
+    let mut table = Table {
+        nr_cpus,
+        ..Table::default()
+    };
     for (t, tier) in [Class::Primary, Class::Guest].into_iter().enumerate() {
         let mut these: Vec<&GangLoad> = gangs
             .iter()
@@ -282,6 +287,7 @@ impl Table {
     pub fn to_bpf(&self) -> bpf_intf::linger_gang_table {
         // SAFETY: the struct is plain integers; all-zero is a valid value.
         let mut out: bpf_intf::linger_gang_table = unsafe { std::mem::zeroed() };
+        out.nr_cpus = self.nr_cpus;
         for (t, rot) in self.tiers.iter().enumerate() {
             let dst = &mut out.tiers[t];
             dst.cycle_ns = rot.cycle.as_nanos() as u64;
