@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::time::Duration;
 
 use anyhow::Result;
-use log::{info, warn};
+use log::{debug, info, warn};
 
 use crate::cgroups::Resolved;
 use crate::gang::{self, GangLabel, GangLoad, Numbers, Sizes, Table};
@@ -92,6 +92,11 @@ impl Rotation {
             .collect()
     }
 
+    /// Whether any cgroup is labelled as a gang.
+    pub fn has_gangs(&self) -> bool {
+        !self.gangs.is_empty()
+    }
+
     /// More members of a gang are runnable now than its slot was packed
     /// for (a job that just started, woke after an idle spell, or grew):
     /// worth repacking at once rather than at the next periodic rescan,
@@ -125,6 +130,12 @@ impl Rotation {
                 now
             };
             self.sizes.record(n, hw.min(u32::MAX as u64) as u32);
+            debug!(
+                "gang /{}: {} runnable now, {hw} at most since the last packing, sized {}",
+                g.rel,
+                st.nr_runnable,
+                self.sizes.size(n)
+            );
             loads.push(GangLoad {
                 number: n,
                 rel: g.rel.clone(),

@@ -23,6 +23,10 @@ use crate::{cgroups, Event, RunArgs};
 
 /// How often the stats are read (what `top` refreshes at).
 const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+/// How often the loop looks at the kernel at the least (an ejection is
+/// noticed within this), and how often while gangs exist.
+const EJECT_WATCH: Duration = Duration::from_millis(100);
+const GANG_WATCH: Duration = Duration::from_millis(50);
 
 /// Rescan the cgroup tree and hand the labels to BPF; keep the scan in
 /// `labelled` for the stats. A failure keeps the labels BPF already has:
@@ -102,10 +106,16 @@ pub fn run(
     let mut last = Counters::default();
     let mut requested = false;
     while !sched.exited() {
-        // Wake at least every 100 ms to notice the kernel ejecting us.
-        let mut wake = next_rescan
-            .min(next_sample)
-            .min(Instant::now() + Duration::from_millis(100));
+        // Wake at least every 100 ms to notice the kernel ejecting us, and
+        // every 50 ms while there are gangs: a gang that starts or grows
+        // runs time-shared (or is left out of its crowded slot) until it
+        // is repacked, and reading its counts costs a few map lookups.
+        let poll = if rotation.has_gangs() {
+            GANG_WATCH
+        } else {
+            EJECT_WATCH
+        };
+        let mut wake = next_rescan.min(next_sample).min(Instant::now() + poll);
         if args.stats > 0 {
             wake = wake.min(next_stats);
         }
