@@ -123,9 +123,12 @@ fn two_gangs_take_turns_together_on_the_clock() {
     let (a, b) = (TestCgroup::new("gang-a"), TestCgroup::new("gang-b"));
     tag(&a.rel, "gang");
     tag(&b.rel, "gang");
-    // Long enough to outlast the 4 s of settling and tracing on a fast
-    // host (about 7 s of work alone); checked below.
-    let args = ["--threads", "2", "--rounds", "150000", "--iters", ITERS];
+    // Far longer than the test needs (about 50 s of work alone): this
+    // test's own thread is ordinary primary work, which waits for the open
+    // phase at each wake-up while the gangs fill both CPUs, so its 4 s of
+    // settling and tracing can take many times that. Checked below, and
+    // the jobs are killed when the trace has been judged.
+    let args = ["--threads", "2", "--rounds", "1000000", "--iters", ITERS];
     let mut ja = start_job(&a, &args);
     let mut jb = start_job(&b, &args);
     let (ta, tb) = (job_threads(&ja, 2), job_threads(&jb, 2));
@@ -244,11 +247,10 @@ fn two_gangs_take_turns_together_on_the_clock() {
         off50 * 1e3
     );
 
-    let (ra, rb) = (
-        finish(ja, Duration::from_secs(120)),
-        finish(jb, Duration::from_secs(120)),
-    );
-    assert_eq!((ra.get("rounds"), rb.get("rounds")), (150000, 150000));
+    for mut job in [ja, jb] {
+        let _ = job.kill();
+        let _ = job.wait();
+    }
     assert!(agent.output().contains("gang table:"), "{}", agent.output());
     stop_still_enabled(agent);
 }
@@ -257,7 +259,10 @@ fn two_gangs_take_turns_together_on_the_clock() {
 fn barrier_gangs_finish_near_ideal_time() {
     require_guest();
     assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
-    let args = ["--threads", "2", "--rounds", "6000", "--iters", ITERS];
+    // About 1 s alone: long enough that a job's start (exec over 9p, its
+    // threads appearing one by one, being sized and slotted) is a small
+    // part of it, as it is for real parallel jobs.
+    let args = ["--threads", "2", "--rounds", "18000", "--iters", ITERS];
     let pair = |a: Child, b: Child| {
         let (ra, rb) = (
             finish(a, Duration::from_secs(300)),
@@ -270,7 +275,13 @@ fn barrier_gangs_finish_near_ideal_time() {
     };
 
     // The job alone, then two at once, under the kernel's own scheduler.
-    let alone = finish(start_plain(&args), Duration::from_secs(120));
+    // Alone twice, keeping the faster: the first run after boot pays for
+    // loading the binary and warming the emulator (measured 1.5 s vs 0.9 s).
+    let alone = [0, 1]
+        .map(|_| finish(start_plain(&args), Duration::from_secs(120)))
+        .into_iter()
+        .min_by_key(|r| r.get("wall_ms"))
+        .unwrap();
     let (alone_wall, alone_cpu) = (alone.get("wall_ms") as f64, alone.get("cpu_ms") as f64);
     let ideal = 2.0 * alone_wall;
     let (eevdf_wall, eevdf_cpu) = pair(start_plain(&args), start_plain(&args));
