@@ -508,5 +508,7 @@ mod tests {
         assert_eq!(b.tiers[0].slots[0].len_ns, 100_000_000);
         assert_eq!(b.tiers[1].slots[0].gangs, 1 << 9);
         assert_eq!(b.tiers[1].gangs, 1 << 9);
+        // Admission in a crowded slot counts members against this.
+        assert_eq!(b.nr_cpus, 2);
     }
 }
