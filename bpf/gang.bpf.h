@@ -220,14 +220,13 @@ static u32 gang_nr_cpus = 1;
 static u32 admit_first_primary, admit_first_guest;
 
 /*
- * A global function, verified once on its own: its loops would otherwise
- * be re-verified inside every caller's (gang_make_room() walks the CPUs).
- */
-/*
  * The answer is cached per tier: it is asked several times per dispatch
  * (and per CPU when a member looks for room), and its loops are not free.
  * Anything it depends on bumps admit_gen: a gang's runnable count, the
- * active gangs, the rotation of the order, the table.
+ * active gangs, the rotation of the order, the table. Two CPUs filling
+ * the cache at once may leave an answer one change old under the newer
+ * generation; it lasts until the next bump, at the latest the next slot
+ * boundary, and costs at most a gang admitted or kept out for that long.
  */
 static u64 admit_gen = 1;
 static u64 admit_cache_gen[LINGER_NR_CLASSES];
@@ -240,6 +239,10 @@ static void admission_changed(void)
 
 static u64 gang_admit(u32 tier);
 
+/*
+ * A global function, verified once on its own: its loops would otherwise
+ * be re-verified inside every caller's (gang_make_room() walks the CPUs).
+ */
 __noinline u64 gang_admitted(u32 tier)
 {
 	u32 t = tier & 1;
@@ -251,6 +254,15 @@ __noinline u64 gang_admitted(u32 tier)
 	admit_cache[t] = mask;
 	admit_cache_gen[t] = gen;
 	return mask;
+}
+
+/* Members of gang @g that want a CPU now (never negative). */
+static s64 gang_runnable(u32 g)
+{
+	struct linger_gang_stats *st = lookup_gang_stats(g);
+	s64 nr = st ? st->nr_runnable : 0;
+
+	return nr > 0 ? nr : 0;
 }
 
 static u64 gang_admit(u32 tier)
@@ -265,14 +277,12 @@ static u64 gang_admit(u32 tier)
 		return mask;
 	bpf_for(i, 0, LINGER_MAX_GANGS) {
 		u32 g = (first + i) & (LINGER_MAX_GANGS - 1);
-		struct linger_gang_stats *st;
 		s64 want;
 
 		if (!(mask & GANG_BIT(g)))
 			continue;
-		st = lookup_gang_stats(g);
-		want = st ? st->nr_runnable : 0;
-		if (want <= 0) {
+		want = gang_runnable(g);
+		if (!want) {
 			/* Nothing runnable: it takes no room until it wakes. */
 			admitted |= GANG_BIT(g);
 			continue;
@@ -295,14 +305,12 @@ static u64 gang_admit(u32 tier)
 		return admitted;
 	bpf_for(i, 0, LINGER_MAX_GANGS) {
 		u32 g = (first + i) & (LINGER_MAX_GANGS - 1);
-		struct linger_gang_stats *st;
 		s64 want;
 
 		if (!(lend & GANG_BIT(g)))
 			continue;
-		st = lookup_gang_stats(g);
-		want = st ? st->nr_runnable : 0;
-		if (want <= 0 || want > room)
+		want = gang_runnable(g);
+		if (!want || want > room)
 			continue;
 		admitted |= GANG_BIT(g);
 		room -= want;
