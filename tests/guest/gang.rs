@@ -255,29 +255,52 @@ fn two_gangs_take_turns_together_on_the_clock() {
     stop_still_enabled(agent);
 }
 
+/// A pair of barrier jobs as it ran: the makespan, the two jobs' CPU
+/// time, and for each job how long all its threads were on CPUs at once
+/// and what share of its run time that was (sched_switch over the whole
+/// pair).
+struct PairRun {
+    wall_ms: f64,
+    cpu_ms: f64,
+    together_s: [f64; 2],
+    together: [f64; 2],
+}
+
+/// Launch two barrier jobs with `start` and wait for both, tracing them.
+/// Wall time is the makespan on this test's clock, from launching the
+/// jobs to the end of the last: a job's own clock starts only in its
+/// main(), and a gang left out of a crowded slot may not get to exec
+/// before its slot comes (its own figure then flatters it: measured 0.66x
+/// "ideal" with more CPU time than two CPUs could give).
+fn run_pair(start: impl Fn(usize) -> Child) -> PairRun {
+    // Tracing starts before the launch: this test's thread is ordinary
+    // work, which waits for the open phase at each wake-up while gangs
+    // fill the CPUs, so setting tracefs up after the launch could miss
+    // most of the pair's run.
+    let (runs, (tids, wall_ms, [ra, rb])) = trace::record_switches_during("mono", || {
+        let launched = Instant::now();
+        let jobs = [start(0), start(1)];
+        let tids = jobs.each_ref().map(|j| job_threads(j, 2));
+        let reports = jobs.map(|j| finish(j, Duration::from_secs(300)));
+        (tids, launched.elapsed().as_secs_f64() * 1e3, reports)
+    });
+    let spans = tids.map(|t| any_and_all(&runs, &t));
+    PairRun {
+        wall_ms,
+        cpu_ms: (ra.get("cpu_ms") + rb.get("cpu_ms")) as f64,
+        together_s: spans.map(|(_, all)| all),
+        together: spans.map(|(any, all)| (all / any.max(1e-9)).max(0.0)),
+    }
+}
+
 #[test]
-fn barrier_gangs_finish_near_ideal_time() {
+fn barrier_gangs_run_their_threads_together() {
     require_guest();
     assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
     // About 1 s alone: long enough that a job's start (exec over 9p, its
     // threads appearing one by one, being sized and slotted) is a small
     // part of it, as it is for real parallel jobs.
     let args = ["--threads", "2", "--rounds", "18000", "--iters", ITERS];
-    // Wall time is the makespan on this test's clock, from launching the
-    // jobs to the end of the last: a job's own clock starts only in its
-    // main(), and a gang left out of a crowded slot may not get to exec
-    // before its slot comes (its own figure then flatters it: measured
-    // 0.66x "ideal" with more CPU time than two CPUs could give).
-    let pair = |launched: Instant, a: Child, b: Child| {
-        let (ra, rb) = (
-            finish(a, Duration::from_secs(300)),
-            finish(b, Duration::from_secs(300)),
-        );
-        (
-            launched.elapsed().as_secs_f64() * 1e3,
-            (ra.get("cpu_ms") + rb.get("cpu_ms")) as f64,
-        )
-    };
 
     // The job alone, then two at once, under the kernel's own scheduler.
     // Alone twice, keeping the faster: the first run after boot pays for
@@ -295,26 +318,52 @@ fn barrier_gangs_finish_near_ideal_time() {
         .min_by(|x, y| x.0.total_cmp(&y.0))
         .unwrap();
     let ideal = 2.0 * alone_wall;
-    let (eevdf_wall, eevdf_cpu) = pair(Instant::now(), start_plain(&args), start_plain(&args));
+    let eevdf = run_pair(|_| start_plain(&args));
 
     let agent = Agent::start(&[]);
     let (a, b) = (TestCgroup::new("gang-a"), TestCgroup::new("gang-b"));
     tag(&a.rel, "gang");
     tag(&b.rel, "gang");
-    let (linger_wall, linger_cpu) =
-        pair(Instant::now(), start_job(&a, &args), start_job(&b, &args));
+    let linger = run_pair(|i| start_job([&a, &b][i], &args));
+    let pct = |p: &PairRun| {
+        format!(
+            "{:.0}% / {:.0}%",
+            p.together[0] * 100.0,
+            p.together[1] * 100.0
+        )
+    };
     figure(&format!(
-        "gang: 2 barrier jobs x 2 threads on 2 CPUs (alone {alone_wall:.0} ms): wall vs ideal EEVDF {:.2}x, scx_linger {:.2}x; CPU time vs alone EEVDF {:.2}x, scx_linger {:.2}x",
-        eevdf_wall / ideal,
-        linger_wall / ideal,
-        eevdf_cpu / (2.0 * alone_cpu),
-        linger_cpu / (2.0 * alone_cpu)
+        "gang: 2 barrier jobs x 2 threads on 2 CPUs (alone {alone_wall:.0} ms): wall vs ideal EEVDF {:.2}x, scx_linger {:.2}x; CPU time vs alone EEVDF {:.2}x, scx_linger {:.2}x; threads together EEVDF {}, scx_linger {} (time together vs alone {:.2}x / {:.2}x)",
+        eevdf.wall_ms / ideal,
+        linger.wall_ms / ideal,
+        eevdf.cpu_ms / (2.0 * alone_cpu),
+        linger.cpu_ms / (2.0 * alone_cpu),
+        pct(&eevdf),
+        pct(&linger),
+        linger.together_s[0] * 1e3 / alone_wall,
+        linger.together_s[1] * 1e3 / alone_wall,
     ));
+
+    // What the scheduler controls, and what this test judges: whether a
+    // gang's threads run at the same time. Threads left to the default
+    // scheduler come out at 0-35% here; threads co-scheduled in slots
+    // measured 78-100% (the start, before the agent has seen a job's
+    // threads and slotted it, counts against it).
+    //
+    // Wall time against the ideal is reported, and held to its target in
+    // bench/ (median of repeats), but not judged here: under
+    // multi-threaded TCG the emulator's speed for this job drifts far
+    // more than any scheduler effect. The same job alone took 0.97-1.62 s
+    // over ten runs in one boot, and 1.1 s, 2.0 s and 16 s in three boots
+    // of the same day, while the same job run natively on the host stayed
+    // within 5%. "Time together vs alone" in the figure shows which it was: a job
+    // that needed more time with all its threads on CPUs than it took alone
+    // was slowed by the emulator, not kept apart by the scheduler.
     assert!(
-        linger_wall <= 1.3 * ideal,
-        "gangs took {:.2}x the ideal wall time (EEVDF {:.2}x)",
-        linger_wall / ideal,
-        eevdf_wall / ideal
+        linger.together.iter().all(|t| *t > 0.7),
+        "gang members ran together only {} of their run time (EEVDF {})",
+        pct(&linger),
+        pct(&eevdf)
     );
     stop_still_enabled(agent);
 }

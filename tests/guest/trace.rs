@@ -38,9 +38,9 @@ fn mount_tracefs() {
     }
 }
 
-/// Record the sched `events` for `window` with trace clock `clock`
-/// ("mono", "tai", ...) and return the trace text.
-fn record(window: Duration, clock: &str, events: &[&str]) -> String {
+/// Record the sched `events` on trace clock `clock` ("mono", "tai", ...)
+/// while `during` runs, and return the trace text with what it returned.
+fn record<T>(clock: &str, events: &[&str], during: impl FnOnce() -> T) -> (String, T) {
     mount_tracefs();
     write("tracing_on", "0");
     write("trace_clock", clock);
@@ -50,7 +50,7 @@ fn record(window: Duration, clock: &str, events: &[&str]) -> String {
     }
     write("trace", "");
     write("tracing_on", "1");
-    std::thread::sleep(window);
+    let out = during();
     write("tracing_on", "0");
     let text = fs::read_to_string(Path::new(TRACEFS).join("trace")).expect("reading the trace");
     // Kept for whoever reads a failure (the results dir outlives the guest).
@@ -59,22 +59,29 @@ fn record(window: Duration, clock: &str, events: &[&str]) -> String {
         write(&format!("events/sched/{e}/enable"), "0");
     }
     write("trace_clock", "local");
-    text
+    (text, out)
 }
 
 /// Record sched_switch for `window` on trace clock `clock` and return the
 /// run intervals seen.
 pub fn record_switches(window: Duration, clock: &str) -> Vec<Run> {
-    runs_from_trace(&record(window, clock, &["sched_switch"]))
+    record_switches_during(clock, || std::thread::sleep(window)).0
+}
+
+/// Record sched_switch while `during` runs; return the run intervals seen
+/// and what `during` returned.
+pub fn record_switches_during<T>(clock: &str, during: impl FnOnce() -> T) -> (Vec<Run>, T) {
+    let (text, out) = record(clock, &["sched_switch"], during);
+    (runs_from_trace(&text), out)
 }
 
 /// For `window`: how long each wake-up of one of `tids` waited before the
 /// task ran (seconds), from sched_wakeup to the sched_switch onto it.
 pub fn record_wake_waits(window: Duration, tids: &[i32]) -> Vec<f64> {
-    wake_waits(
-        &record(window, "mono", &["sched_wakeup", "sched_switch"]),
-        tids,
-    )
+    let (text, ()) = record("mono", &["sched_wakeup", "sched_switch"], || {
+        std::thread::sleep(window)
+    });
+    wake_waits(&text, tids)
 }
 
 /// One trace line: (cpu, timestamp, event name, the event's fields).
