@@ -159,16 +159,52 @@ fn new_run_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// A boot that failed before the guest started our command: QEMU 10's
+/// multi-threaded TCG has been seen to abort while the guest enumerates
+/// PCI (`msix_table_mmio_write: Assertion ... failed`), about one boot in
+/// a few hundred. Nothing of the command ran, so booting again is safe.
+#[derive(Debug)]
+struct NeverStarted(String);
+
+impl std::fmt::Display for NeverStarted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NeverStarted {}
+
+/// Boots before giving up on a guest that dies before running the command.
+const BOOT_ATTEMPTS: u32 = 3;
+
 pub fn run(args: &VmArgs) -> Result<Outcome> {
+    let mut attempt = 1;
+    loop {
+        match boot_once(args) {
+            Err(e) if attempt < BOOT_ATTEMPTS && e.downcast_ref::<NeverStarted>().is_some() => {
+                step(&format!(
+                    "{e}; booting again (attempt {} of {BOOT_ATTEMPTS})",
+                    attempt + 1
+                ));
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+fn boot_once(args: &VmArgs) -> Result<Outcome> {
     let k = kernel::resolve(&args.kernel)?;
     let vng = vng_path()?;
     let dir = new_run_dir()?;
     let project = project_root();
 
-    // The guest runs this script; it records the exit code last, so a
-    // missing exit-code file means the command never finished.
+    // The guest runs this script; it marks the start first and records
+    // the exit code last, so a missing exit-code file means the command
+    // never finished, and a missing start mark that it never began.
     let script = format!(
         "#!/bin/sh\n\
+         : > {dir}/started\n\
          export SCX_LINGER_RESULTS={dir}\n\
          export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n\
          cd {project} || exit 97\n\
@@ -262,6 +298,15 @@ pub fn run(args: &VmArgs) -> Result<Outcome> {
             dir,
             elapsed,
         }),
+        None if !dir.join("started").exists() => {
+            tail_console(&dir);
+            Err(NeverStarted(format!(
+                "the guest died before running the command (vng {}); console: {}",
+                status.unwrap(),
+                dir.join("console.log").display()
+            ))
+            .into())
+        }
         None => {
             tail_console(&dir);
             bail!(
