@@ -161,8 +161,8 @@ fn new_run_dir() -> Result<PathBuf> {
 
 /// A boot that failed before the guest started our command: QEMU 10's
 /// multi-threaded TCG has been seen to abort while the guest enumerates
-/// PCI (`msix_table_mmio_write: Assertion ... failed`), about one boot in
-/// a few hundred. Nothing of the command ran, so booting again is safe.
+/// PCI (`msix_table_mmio_write: Assertion ... failed`): seen once so far, in
+/// hundreds of boots. Nothing of the command ran, so booting again is safe.
 #[derive(Debug)]
 struct NeverStarted(String);
 
