@@ -214,6 +214,9 @@ static void debug_staged_failure(u64 now)
 }
 
 #include "gang.bpf.h"
+#include "gang_admit.bpf.h"
+#include "gang_clock.bpf.h"
+#include "gang_run.bpf.h"
 #include "guard.bpf.h"
 #include "reclassify.bpf.h"
 

@@ -264,7 +264,7 @@ pub fn too_big(gangs: &[GangLoad], nr_cpus: u32) -> Vec<&GangLoad> {
 
 /// Where rotation `r` stands at CLOCK_TAI `tai`: (gangs running, open
 /// phase, time to the next boundary). The same arithmetic as rotation_at()
-/// in gang.bpf.h, so that it can be tested here.
+/// in gang_clock.bpf.h, so that it can be tested here.
 #[cfg(test)]
 pub fn slot_at(r: &Rotation, tai: Duration) -> Option<(u64, bool, Duration)> {
     let cycle = r.cycle.as_nanos();
