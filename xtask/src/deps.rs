@@ -30,6 +30,8 @@ pub const HOST_PACKAGES: &[&str] = &[
     "tmux",            // drives `scx_linger top` in the guest tests
     "prometheus",      // a real scraper, and promtool, for the metrics test
     "rt-tests",        // hackbench, for the scheduler overhead bench
+    "stress-ng",       // scheduler stressors for the soak tests
+    "bpftool",         // counts BPF map entries in the churn test
 ];
 
 /// virtme-ng boots a kernel with the host's root filesystem shared over 9p.

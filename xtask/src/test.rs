@@ -37,6 +37,13 @@ pub struct TestArgs {
     /// Skip fmt, clippy and host unit tests (for iterating on guest tests).
     #[arg(long)]
     pub guest_only: bool,
+    /// How long the stress-ng soak runs in each guest, in seconds (CI:
+    /// 60; the full five-minute soak: --soak 300)
+    #[arg(long, default_value_t = 60)]
+    pub soak: u64,
+    /// How many cgroups the churn test creates and removes
+    #[arg(long, default_value_t = 1000)]
+    pub churn: u64,
 }
 
 /// Passed/failed counts summed from libtest's `test result:` lines.
@@ -110,7 +117,12 @@ pub fn run(args: &TestArgs) -> Result<i32> {
     let exe = build_guest_tests()?;
     let mut failures = Vec::new();
     for k in &kernels {
+        // The guest script's environment is its own: pass the load
+        // sizes on the command line.
         let mut cmd = vec![
+            "env".into(),
+            format!("SCX_LINGER_SOAK_SECS={}", args.soak),
+            format!("SCX_LINGER_CHURN={}", args.churn),
             exe.to_string_lossy().into_owned(),
             "--test-threads=1".into(),
         ];
