@@ -338,31 +338,6 @@ fn descendants_inherit_and_labels_follow_precedence() {
     assert!(status.success(), "{out}");
 }
 
-fn xattr_set(path: &std::path::Path, name: &str, value: &str) {
-    let out = Command::new("setfattr")
-        .args(["-n", name, "-v", value])
-        .arg(path)
-        .output();
-    if let Ok(o) = out {
-        if o.status.success() {
-            return;
-        }
-    }
-    // No setfattr: write it with the agent's own library path instead.
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    let n = std::ffi::CString::new(name).unwrap();
-    let r = unsafe {
-        libc::setxattr(
-            c.as_ptr(),
-            n.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    assert_eq!(r, 0, "setxattr {name} on {}", path.display());
-}
-
 #[test]
 fn a_delegated_user_can_demote_but_not_promote() {
     require_guest();

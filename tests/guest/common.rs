@@ -150,6 +150,36 @@ impl Agent {
         agent
     }
 
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().expect("agent already stopped").id() as i32
+    }
+
+    /// Send `sig` without waiting (SIGSTOP, SIGCONT...).
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: kill(2) touches no memory of ours.
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    /// Still running (not exited).
+    pub fn alive(&mut self) -> bool {
+        self.try_exit().is_none()
+    }
+
+    /// Resident memory of the agent, in KiB (VmRSS).
+    pub fn rss_kib(&self) -> u64 {
+        fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .unwrap_or_default()
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("VmRSS:")?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0)
+    }
+
     fn try_exit(&mut self) -> Option<ExitStatus> {
         self.child.as_mut()?.try_wait().ok().flatten()
     }
@@ -179,7 +209,13 @@ impl Agent {
 
     fn signal_and_wait(&mut self, sig: i32) -> ExitStatus {
         let mut child = self.child.take().expect("agent already stopped");
-        unsafe { libc::kill(child.id() as i32, sig) };
+        // SAFETY: kill(2) touches no memory of ours. SIGCONT after the
+        // signal: a test that stopped the agent and failed must not leave
+        // the signal pending behind the stop.
+        unsafe {
+            libc::kill(child.id() as i32, sig);
+            libc::kill(child.id() as i32, libc::SIGCONT);
+        }
         let end = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(s) = child.try_wait().unwrap() {
@@ -394,6 +430,84 @@ fn kill_cgroup(path: &std::path::Path) {
             fs::remove_dir(d).is_ok() || !d.exists()
         });
     }
+}
+
+/// Run `sh -c script` inside `cg` (it is in the cgroup before it execs
+/// anything, so every thread it makes is in it from the start), with
+/// stdout and stderr piped together.
+pub fn spawn_in(cg: &TestCgroup, script: &str) -> Child {
+    let cmd = format!(
+        "echo $$ > {}/cgroup.procs && exec 2>&1 && {script}",
+        cg.path.display()
+    );
+    Command::new("sh")
+        .args(["-c", &cmd])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {script:?} in {}: {e}", cg.rel))
+}
+
+/// Wait (at most `timeout`) for a child started by spawn_in() and return
+/// its exit status and output; kills it and panics on timeout.
+pub fn finish_child(mut child: Child, timeout: Duration) -> (ExitStatus, String) {
+    let end = Instant::now() + timeout;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut out = String::new();
+            use std::io::Read;
+            if let Some(mut o) = child.stdout.take() {
+                let _ = o.read_to_string(&mut out);
+            }
+            return (status, out);
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("process {} did not finish within {timeout:?}", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Set extended attribute `name` on `path` (a label, as `tag` would).
+pub fn xattr_set(path: &std::path::Path, name: &str, value: &str) {
+    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+    let n = std::ffi::CString::new(name).unwrap();
+    // SAFETY: both strings are NUL-terminated and live across the call;
+    // value points to value.len() readable bytes.
+    let r = unsafe {
+        libc::setxattr(
+            c.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    assert_eq!(
+        r,
+        0,
+        "setxattr {name} on {}: {}",
+        path.display(),
+        std::io::Error::last_os_error()
+    );
+}
+
+/// How many entries BPF map `name` holds now, as bpftool dumps it: an
+/// observer independent of the agent's own bookkeeping.
+pub fn bpf_map_entries(name: &str) -> usize {
+    let out = Command::new("bpftool")
+        .args(["-j", "map", "dump", "name", name])
+        .output()
+        .expect("running bpftool (cargo xtask deps installs it)");
+    assert!(
+        out.status.success(),
+        "bpftool map dump name {name}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("bpftool printed no JSON");
+    v.as_array().map_or(0, Vec::len)
 }
 
 /// `scx_linger tag <rel> <class>` as root; panics on failure.

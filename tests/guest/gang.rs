@@ -12,20 +12,12 @@ use crate::trace::{self, any_and_all, overlap, percentile, period_starts};
 /// One round of the barrier job computes this much (about 0.15 ms here).
 const ITERS: &str = "20000";
 
-/// Start the barrier job inside `cg` (it is in the cgroup before its
-/// threads exist, so every thread is a member from the start).
+/// Start the barrier job inside `cg` (every thread a member from the start).
 fn start_job(cg: &TestCgroup, args: &[&str]) -> Child {
-    let cmd = format!(
-        "echo $$ > {}/cgroup.procs && exec {} {}",
-        cg.path.display(),
-        bench_bin("barrier").display(),
-        args.join(" ")
-    );
-    Command::new("sh")
-        .args(["-c", &cmd])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("starting the barrier job")
+    spawn_in(
+        cg,
+        &format!("exec {} {}", bench_bin("barrier").display(), args.join(" ")),
+    )
 }
 
 /// Run the barrier job without a cgroup (EEVDF baselines).
@@ -51,27 +43,10 @@ impl Report {
 }
 
 /// Wait for a job (at most `timeout`) and return its report.
-fn finish(mut child: Child, timeout: Duration) -> Report {
-    let end = Instant::now() + timeout;
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            let mut out = String::new();
-            use std::io::Read;
-            child
-                .stdout
-                .take()
-                .unwrap()
-                .read_to_string(&mut out)
-                .unwrap();
-            assert!(status.success(), "barrier job failed: {status} {out}");
-            return Report(out);
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            panic!("barrier job did not finish within {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+fn finish(child: Child, timeout: Duration) -> Report {
+    let (status, out) = finish_child(child, timeout);
+    assert!(status.success(), "barrier job failed: {status} {out}");
+    Report(out)
 }
 
 /// Thread ids of a job once all its `n` threads exist.
