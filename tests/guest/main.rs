@@ -8,6 +8,7 @@ mod common;
 mod faults;
 mod gang;
 mod lifecycle;
+mod load;
 mod preflight;
 mod stats;
 mod trace;

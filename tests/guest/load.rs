@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Load: the scheduler stays in charge, and every task keeps running,
+//! under the kernel's own stress tests, thousands of threads, and
+//! thousands of short-lived cgroups; and what it keeps per cgroup goes
+//! away with the cgroups.
+//!
+//! The soak lasts SCX_LINGER_SOAK_SECS (60 s by default, what CI runs;
+//! `cargo xtask test --soak 300` for the full five minutes), the churn
+//! SCX_LINGER_CHURN cgroups (1000 by default).
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// The scheduler still runs us, and the kernel has not complained.
+fn assert_still_in_charge(agent: &mut Agent, what: &str) {
+    assert_eq!(
+        state(),
+        "enabled",
+        "{what}: the scheduler was ejected: {:?}",
+        ejections(&dmesg())
+    );
+    assert!(agent.alive(), "{what}: the agent died: {}", agent.output());
+}
+
+/// Kernel messages since the test began that say something went wrong.
+fn kernel_trouble() -> Vec<String> {
+    let log = dmesg();
+    let mut bad = ejections(&log);
+    bad.extend(
+        log.lines()
+            .filter(|l| {
+                ["BUG:", "WARNING:", "Oops", "stall", "hung_task"]
+                    .iter()
+                    .any(|w| l.contains(w))
+            })
+            .map(str::to_string),
+    );
+    bad
+}
+
+/// Stressors from stress-ng's scheduler class: process and thread
+/// creation, context switches, yields, futex waits, policy changes
+/// (SCHED_OTHER, BATCH, IDLE, FIFO, RR, DEADLINE: tasks leave and rejoin
+/// sched_ext), and plain computation.
+const STRESSORS: [&str; 7] = [
+    "fork",
+    "clone",
+    "switch",
+    "yield",
+    "futex",
+    "schedpolicy",
+    "cpu",
+];
+
+/// Bogo operations per stressor from stress-ng's --metrics-brief lines
+/// ("stress-ng: info:  [pid] cpu  12345  60.00 ...").
+fn bogo_ops(out: &str) -> BTreeMap<String, u64> {
+    out.lines()
+        .filter_map(|l| {
+            let mut w = l.split_once("] ")?.1.split_whitespace();
+            let name = w.next()?;
+            let ops = w.next()?.parse().ok()?;
+            STRESSORS.contains(&name).then(|| (name.to_string(), ops))
+        })
+        .collect()
+}
+
+#[test]
+fn stress_ng_as_primaries_and_guests_beside_a_gang_soaks_without_ejection() {
+    require_guest();
+    let secs = env_or("SCX_LINGER_SOAK_SECS", 60);
+    let mut agent = Agent::start(&["--stats", "10"]);
+    let primary = TestCgroup::new("soak/primary");
+    let guest = TestCgroup::new("soak/guest");
+    let gang = TestCgroup::new("soak/gang");
+    tag(&guest.rel, "guest");
+    tag(&gang.rel, "gang");
+
+    let stress = format!(
+        "exec stress-ng {} --timeout {secs}s --metrics-brief --temp-path /tmp",
+        STRESSORS.map(|s| format!("--{s} 1")).join(" ")
+    );
+    let jobs = [spawn_in(&primary, &stress), spawn_in(&guest, &stress)];
+    // A gang that never ends by itself (killed at the end), and that
+    // waits the way parallel jobs do: one member sleeps 20 ms after every
+    // 100 rounds (~15 ms of work) while its partner spins at the barrier.
+    // A gang that computed without pause would have its slot in every
+    // cycle and leave ordinary primaries only the open phase, in which
+    // stress-ng's wake-up-heavy stressors (each waking once per 111 ms
+    // cycle) did not get to their own end within 6 minutes.
+    let mut barrier = spawn_in(
+        &gang,
+        &format!(
+            "exec {} --threads 2 --rounds 1000000000 --iters 20000 --nap-ms 20 --nap-every 100",
+            bench_bin("barrier").display()
+        ),
+    );
+
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(secs) {
+        std::thread::sleep(Duration::from_secs(5));
+        assert_still_in_charge(&mut agent, "during the soak");
+    }
+    // Guests are starved by design while primaries fill the CPUs: their
+    // stress-ng may take a while to notice its own timeout.
+    let [p, g] = jobs.map(|j| {
+        let r = finish_child(j, Duration::from_secs(secs + 300));
+        (r, started.elapsed().as_secs_f64())
+    });
+    let ((p, p_done), (g, g_done)) = (p, g);
+    assert_still_in_charge(&mut agent, "after the soak");
+    for (who, (status, out)) in [("primary", &p), ("guest", &g)] {
+        assert!(
+            status.success(),
+            "stress-ng as {who} failed ({status}): {out}"
+        );
+    }
+    let (ops_p, ops_g) = (bogo_ops(&p.1), bogo_ops(&g.1));
+    figure(&format!(
+        "soak: {secs} s of stress-ng ({}) as primaries and as guests beside a 2-thread gang, {} CPUs: bogo ops primary {ops_p:?} (done at {p_done:.0} s), guest {ops_g:?} (done at {g_done:.0} s); no ejection",
+        STRESSORS.join(" "),
+        nr_cpus()
+    ));
+    assert!(
+        STRESSORS
+            .iter()
+            .all(|s| ops_p.get(*s).is_some_and(|n| *n > 0)),
+        "a primary stressor did no work: {ops_p:?}\n{}",
+        p.1
+    );
+    assert!(
+        matches!(barrier.try_wait(), Ok(None)),
+        "the gang's job ended during the soak"
+    );
+    let _ = barrier.kill();
+    let _ = barrier.wait();
+    let trouble = kernel_trouble();
+    assert!(trouble.is_empty(), "the kernel logged: {trouble:#?}");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+/// Run the swarm workload (bench/src/bin/swarm.rs) in `cg`.
+fn swarm(cg: &TestCgroup, threads: usize) -> std::process::Child {
+    spawn_in(
+        cg,
+        &format!(
+            "exec {} --threads {threads} --iters 2000 --sleep-ms 100",
+            bench_bin("swarm").display()
+        ),
+    )
+}
+
+/// The `key=value` figures of the swarm's last line.
+fn swarm_figures(out: &str) -> BTreeMap<String, u64> {
+    out.lines()
+        .last()
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn thousands_of_threads_in_every_class_all_keep_running() {
+    require_guest();
+    let mut agent = Agent::start(&[]);
+    let primary = TestCgroup::new("swarm/primary");
+    let guest = TestCgroup::new("swarm/guest");
+    let gang = TestCgroup::new("swarm/gang");
+    tag(&guest.rel, "guest");
+    tag(&gang.rel, "gang");
+    // 2,000 threads, each computing ~50 us then sleeping 100 ms: together
+    // well under the 2 CPUs, so every one of them must get to run, guests
+    // included. The gang has far more members than CPUs.
+    let counts = [("primary", 800), ("guest", 800), ("gang", 400)];
+    let jobs = [
+        swarm(&primary, counts[0].1),
+        swarm(&guest, counts[1].1),
+        swarm(&gang, counts[2].1),
+    ];
+    std::thread::sleep(Duration::from_secs(30));
+    assert_still_in_charge(&mut agent, "with 2,000 threads");
+    for j in &jobs {
+        // SAFETY: kill(2) touches no memory of ours.
+        unsafe { libc::kill(j.id() as i32, libc::SIGTERM) };
+    }
+    let results = jobs.map(|j| finish_child(j, Duration::from_secs(120)));
+    let mut line = Vec::new();
+    for ((class, n), (status, out)) in counts.iter().zip(&results) {
+        assert!(status.success(), "{class} swarm failed ({status}): {out}");
+        let f = swarm_figures(out);
+        assert_eq!(f.get("threads"), Some(&(*n as u64)), "{class}: {out}");
+        assert!(
+            f.get("min").is_some_and(|m| *m > 0),
+            "a {class} thread never finished a cycle in 30 s: {out}"
+        );
+        line.push(format!(
+            "{class} {n} threads: cycles min {} p50 {} max {}",
+            f["min"], f["p50"], f["max"]
+        ));
+    }
+    figure(&format!(
+        "threads: 2,000 at once for 30 s on {} CPUs, every one ran: {}",
+        nr_cpus(),
+        line.join("; ")
+    ));
+    let trouble = kernel_trouble();
+    assert!(trouble.is_empty(), "the kernel logged: {trouble:#?}");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+/// The labels a churn batch gives its cgroups, in turn.
+const CHURN_CLASSES: [&str; 4] = ["guest", "primary", "gang", "guest-gang"];
+const CHURN_BATCH: usize = 100;
+
+/// Create CHURN_BATCH labelled cgroups under `root`, run a short task in
+/// each, wait until the agent has handed every label to BPF, then end
+/// them: half the tasks exit by themselves, half are killed with their
+/// cgroup while running. Removes the cgroups; returns the most label
+/// entries BPF held meanwhile.
+fn churn_batch(root: &TestCgroup, batch: usize, labels_before: usize) -> usize {
+    let cgs: Vec<TestCgroup> = (0..CHURN_BATCH)
+        .map(|i| {
+            let cg = TestCgroup::new(&format!("{}/b{batch}-{i}", root.rel));
+            xattr_set(
+                &cg.path,
+                "trusted.scx_linger.class",
+                CHURN_CLASSES[i % CHURN_CLASSES.len()],
+            );
+            cg
+        })
+        .collect();
+    let tasks: Vec<_> = cgs
+        .iter()
+        .enumerate()
+        .map(|(i, cg)| {
+            // Even (guest, gang): a short computation that ends by itself.
+            // Odd (primary, guest-gang): would wait for minutes, and is
+            // killed below with its cgroup.
+            if i % 2 == 0 {
+                spawn_in(cg, "i=0; while [ $i -lt 2000 ]; do i=$((i+1)); done")
+            } else {
+                spawn_in(cg, "exec sleep 600")
+            }
+        })
+        .collect();
+    let mut peak = 0;
+    let seen = wait_until(Duration::from_secs(20), || {
+        peak = peak.max(bpf_map_entries("cgrp_class"));
+        peak >= labels_before + CHURN_BATCH
+    });
+    assert!(
+        seen,
+        "the agent never handed batch {batch}'s {CHURN_BATCH} labels to BPF ({labels_before} before, {peak} at most)"
+    );
+    for (i, (cg, t)) in cgs.into_iter().zip(tasks).enumerate() {
+        if i % 2 == 0 {
+            let _ = finish_child(t, Duration::from_secs(120));
+        }
+        // Dropping the cgroup kills what is left in it and removes it.
+        drop(cg);
+    }
+    peak
+}
+
+#[test]
+fn cgroup_churn_leaves_bpf_maps_and_agent_memory_at_baseline() {
+    require_guest();
+    let total = env_or("SCX_LINGER_CHURN", 1000) as usize;
+    let mut agent = Agent::start(&["--rescan-ms", "200"]);
+    let root = TestCgroup::new("churn");
+    // One batch first: the agent's allocator and caches reach their
+    // working size on first use, which is not a leak.
+    let labels0 = bpf_map_entries("cgrp_class");
+    churn_batch(&root, 0, labels0);
+    let settled = |labels: usize| {
+        wait_until(Duration::from_secs(20), || {
+            bpf_map_entries("cgrp_class") == labels
+        })
+    };
+    assert!(settled(labels0), "labels of removed cgroups stayed in BPF");
+    std::thread::sleep(Duration::from_secs(2));
+    let base = (
+        bpf_map_entries("cgrp_class"),
+        bpf_map_entries("job_accts"),
+        agent.rss_kib(),
+    );
+
+    let started = Instant::now();
+    let mut peak = 0;
+    for batch in 1..=total.div_ceil(CHURN_BATCH) {
+        peak = peak.max(churn_batch(&root, batch, base.0));
+        assert_still_in_charge(&mut agent, &format!("churn batch {batch}"));
+    }
+    let churned = started.elapsed();
+    let labels_back = settled(base.0);
+    // Job accounting of gone cgroups is dropped at the agent's next
+    // reading (every second).
+    let jobs_back = wait_until(Duration::from_secs(10), || {
+        bpf_map_entries("job_accts") <= base.1
+    });
+    let after = (
+        bpf_map_entries("cgrp_class"),
+        bpf_map_entries("job_accts"),
+        agent.rss_kib(),
+    );
+    figure(&format!(
+        "churn: {total} cgroups created, labelled ({}), filled and removed in {:.0} s: BPF label entries {} -> peak {peak} -> {}; job accounting entries {} -> {}; agent RSS {} KiB -> {} KiB",
+        CHURN_CLASSES.join("/"),
+        churned.as_secs_f64(),
+        base.0,
+        after.0,
+        base.1,
+        after.1,
+        base.2,
+        after.2
+    ));
+    assert!(labels_back, "label entries {} -> {}", base.0, after.0);
+    assert!(
+        jobs_back,
+        "job accounting entries {} -> {}",
+        base.1, after.1
+    );
+    // Allocator slack, not growth with the number of cgroups: 10x the
+    // churn must not cost 10x this.
+    assert!(
+        after.2 <= base.2 + 2048,
+        "agent RSS grew from {} KiB to {} KiB over {total} cgroups",
+        base.2,
+        after.2
+    );
+    assert_still_in_charge(&mut agent, "after the churn");
+    let trouble = kernel_trouble();
+    assert!(trouble.is_empty(), "the kernel logged: {trouble:#?}");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
