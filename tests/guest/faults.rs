@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Faults: CPU hotplug, a scheduler that fails, an agent that is killed.
+//! Faults: CPU hotplug, a scheduler that fails, an agent that is killed
+//! or stopped, gang members coming and going mid-slot.
 //! Through all of them every task keeps running, and the node gets
 //! scx_linger back when it should.
 
@@ -155,5 +156,129 @@ fn sigkill_with_guests_and_gangs_then_a_restart_restores_every_class() {
         "{v}"
     );
     let (status, out) = again.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn a_stopped_agent_never_blocks_scheduling() {
+    require_guest();
+    let p = nr_cpus();
+    let mut agent = Agent::start(&[]);
+    let primary = TestCgroup::new("t-stopped/primary");
+    let guest = TestCgroup::new("t-stopped/guest");
+    tag(&guest.rel, "guest");
+    let prim = primary.spin(p);
+    std::thread::sleep(Duration::from_secs(1));
+
+    // SIGSTOP for longer than the kernel's watchdog (30 s): scheduling
+    // must never wait on the agent. A task that starts meanwhile in the
+    // labelled cgroup is classified by BPF alone, from the labels it
+    // already has: it must get only the guard's trickle beside primaries
+    // that fill every CPU.
+    agent.signal(libc::SIGSTOP);
+    let late_guest = guest.spin(1);
+    std::thread::sleep(Duration::from_secs(1));
+    let (p0, g0) = (total_runtime(&prim), total_runtime(&late_guest));
+    let window = Duration::from_secs(35);
+    std::thread::sleep(window);
+    let (p1, g1) = (total_runtime(&prim), total_runtime(&late_guest));
+    let ejected = ejections(&dmesg());
+    let still = state();
+    agent.signal(libc::SIGCONT);
+
+    let capacity = p as f64 * window.as_nanos() as f64;
+    let (prim_share, guest_share) = ((p1 - p0) as f64 / capacity, (g1 - g0) as f64 / capacity);
+    figure(&format!(
+        "agent stopped for {} s: primaries {:.1}% of the CPUs, a guest started meanwhile {:.3}%; scheduler {still}",
+        window.as_secs(),
+        prim_share * 100.0,
+        guest_share * 100.0
+    ));
+    assert_eq!(
+        still, "enabled",
+        "ejected while the agent was stopped: {ejected:?}"
+    );
+    assert!(prim_share > 0.9, "primaries got {:.1}%", prim_share * 100.0);
+    assert!(
+        guest_share < 0.005,
+        "a guest started while the agent was stopped took {:.3}% of the CPU: BPF did not class it from the labels it had",
+        guest_share * 100.0
+    );
+
+    // Resumed, the agent carries on where it was.
+    assert!(agent.alive(), "{}", agent.output());
+    let stats = agent_output(Command::new(AGENT).args(["stats", "--json"]));
+    assert!(
+        stats.status.success(),
+        "stats after SIGCONT: {}",
+        String::from_utf8_lossy(&stats.stderr)
+    );
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+#[test]
+fn a_gang_gains_and_loses_members_mid_slot() {
+    require_guest();
+    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
+    let mut agent = Agent::start(&[]);
+    let gang = TestCgroup::new("t-members/gang");
+    let outside = TestCgroup::new("t-members/outside");
+    let guest = TestCgroup::new("t-members/guest");
+    tag(&gang.rel, "gang");
+    tag(&guest.rel, "guest");
+    // A 2-thread barrier job that stays a member throughout, processes
+    // that keep joining and leaving the gang, and a guest that back-fills.
+    let mut job = spawn_in(
+        &gang,
+        &format!(
+            "exec {} --threads 2 --rounds 1000000000 --iters 20000",
+            bench_bin("barrier").display()
+        ),
+    );
+    let movers = outside.spin(2);
+    let guests = guest.spin(1);
+    std::thread::sleep(Duration::from_secs(1));
+
+    // Every 70 ms, not a divisor of the 100 ms slot: joins and leaves
+    // land anywhere in a slot, and the gang's size keeps changing under
+    // the agent's packing and BPF's admission.
+    let before = (movers.runtimes(), guests.runtimes());
+    let mut moves = 0;
+    let started = std::time::Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        let pid = movers.pids()[moves % 2];
+        let into = if (moves / 2) % 2 == 0 {
+            &gang
+        } else {
+            &outside
+        };
+        into.add(pid);
+        moves += 1;
+        std::thread::sleep(Duration::from_millis(70));
+    }
+    let after = (movers.runtimes(), guests.runtimes());
+    assert_eq!(state(), "enabled", "ejected: {:?}", ejections(&dmesg()));
+    assert!(agent.alive(), "{}", agent.output());
+    assert!(
+        matches!(job.try_wait(), Ok(None)),
+        "the gang's job died while members came and went"
+    );
+    assert!(
+        all_progressed(&before.0, &after.0),
+        "a process moved in and out of the gang stopped running: {:?} -> {:?}",
+        before.0,
+        after.0
+    );
+    assert!(
+        all_progressed(&before.1, &after.1),
+        "the guest never back-filled"
+    );
+    figure(&format!(
+        "gang membership: {moves} joins and leaves in 10 s, mid-slot; the members' job, the movers and a guest all kept running"
+    ));
+    let _ = job.kill();
+    let _ = job.wait();
+    let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
 }
