@@ -48,6 +48,8 @@ struct task_ctx {
 	u32	cgw;		/* cached cpu.weight of its cgroup */
 	u64	wgen;		/* weight_gen the cached cgw is for */
 	bool	granted;	/* running on a starvation-guard grant */
+	u64	relief_slice;	/* slice of the gang relief it runs on, or 0 */
+	u64	queued_at;	/* when it was last queued on the primary DSQ */
 };
 
 struct {

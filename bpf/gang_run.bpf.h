@@ -128,6 +128,63 @@ static bool gang_dispatch(u32 tier, s32 cpu, struct task_struct *prev,
 	return false;
 }
 
+/*
+ * Relief (see relief_wait_ns): while this CPU would go to a primary gang,
+ * does the head of the primary queue, ordinary work, wait overdue? Then
+ * this CPU opens a relief turn of relief_slice_ns, runs it, and goes on
+ * running whatever ordinary work waits until the turn ends (a turn serves
+ * a backlog of short wake-ups, not just one); then the gang has the CPU
+ * back. One turn per relief_wait_ns on the whole node at most, so what a
+ * gang can lose to relief is bounded (2 ms in 40 by default, and only
+ * while ordinary work is backlogged), and a displaced member's partners
+ * spin for no longer than that. The head of the queue is the task with
+ * the least vtime, not always the longest waiting: good enough to bound
+ * the wait of a backlog, which is what this is for.
+ */
+static u64 last_relief;
+
+/* Move the head of the primary queue here as part of a relief turn. */
+static bool relief_take(struct cpu_ctx *cctx)
+{
+	cctx->relief_pending = true;
+	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_PRIMARY, 0))
+		return true;
+	cctx->relief_pending = false;
+	return false;
+}
+
+/* Global: verified once on its own, or dispatch() outgrows the verifier. */
+__noinline bool gang_relief(u64 now)
+{
+	struct cpu_ctx *cctx = lookup_cpu_ctx();
+	u64 last = last_relief;
+	struct task_struct *q;
+	struct task_ctx *qctx;
+	bool overdue = false;
+
+	if (!cctx || !relief_wait_ns || !gang_admitted(LINGER_CLASS_PRIMARY))
+		return false;
+	if (time_before(now, cctx->relief_end))
+		return relief_take(cctx);
+	if (now - last < relief_wait_ns)
+		return false;
+	bpf_for_each(scx_dsq, q, LINGER_CLASS_PRIMARY, 0) {
+		qctx = lookup_task_ctx(q);
+		overdue = qctx && now - qctx->queued_at >= relief_wait_ns;
+		break;
+	}
+	/* One CPU claims the turn; a head it cannot run waits for the next. */
+	if (!overdue || __sync_val_compare_and_swap(&last_relief, last, now) != last)
+		return false;
+	cctx->relief_end = now + relief_slice_ns;
+	if (relief_take(cctx)) {
+		stat_inc(LINGER_STAT_GANG_RELIEF);
+		return true;
+	}
+	cctx->relief_end = 0;
+	return false;
+}
+
 /* Queue a member of gang @gang (+1) and, if its slot is on, get it a CPU. */
 static void gang_enqueue(struct task_struct *p, struct task_ctx *tctx,
 			 u32 gang, u64 enq_flags)

@@ -64,6 +64,19 @@ const volatile u64 guest_slice_ns = LINGER_DEFAULT_GUEST_SLICE_US * 1000;
 const volatile u64 guard_interval_ns = LINGER_DEFAULT_GUARD_INTERVAL_MS * 1000000;
 const volatile u64 guard_slice_ns = LINGER_DEFAULT_GUARD_SLICE_US * 1000;
 
+/*
+ * Relief for ordinary primaries while gangs hold the CPUs. Ordinary work
+ * is sure of the open phase that ends each cycle, but between two open
+ * phases a waking shell, sshd or node daemon would wait up to a whole
+ * cycle (222 ms with two 100 ms slots), and wake-up-heavy work crawls.
+ * Once the head of the primary queue has waited relief_wait_ns, the next
+ * CPU to choose during a slot gives ordinary work a turn of
+ * relief_slice_ns, at most once per relief_wait_ns on the whole node
+ * (gang_relief()). 0 disables.
+ */
+const volatile u64 relief_wait_ns = LINGER_DEFAULT_RELIEF_WAIT_US * 1000;
+const volatile u64 relief_slice_ns = LINGER_DEFAULT_RELIEF_SLICE_US * 1000;
+
 /* The kernel watchdog's timeout (ops.timeout_ms), which the guard beats. */
 const volatile u64 watchdog_ns = LINGER_DEFAULT_WATCHDOG_MS * 1000000;
 
@@ -99,6 +112,8 @@ static u64 vtime_now[LINGER_NR_CLASSES];
 struct cpu_ctx {
 	u64	last_grant;	/* when this CPU last made a guard grant */
 	bool	grant_pending;	/* the guest being moved here is a grant */
+	bool	relief_pending;	/* the primary being moved here is a relief */
+	u64	relief_end;	/* this CPU's relief turn lasts until then */
 };
 
 struct {
@@ -165,7 +180,12 @@ static u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
 			 bool refresh)
 {
 	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
-	u64 slice = tctx && tctx->granted ? guard_slice_ns : class_slice(class);
+	u64 slice = class_slice(class);
+
+	if (tctx && tctx->granted)
+		slice = guard_slice_ns;
+	else if (tctx && tctx->relief_slice)
+		slice = tctx->relief_slice;
 	/* A slice can be refilled above the default; never charge < 0. */
 	u64 used = p->scx.slice < slice ? slice - p->scx.slice : 0;
 
@@ -186,8 +206,10 @@ static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
 	/* The figures see the slice it ran, before the next one begins. */
 	gang_charge_run(cpu, tctx, account_checkpoint(tctx, scx_bpf_now()));
 	prev->scx.dsq_vtime = charged_vtime(prev, tctx, false);
-	if (tctx)
+	if (tctx) {
 		tctx->granted = false;
+		tctx->relief_slice = 0;
+	}
 	prev->scx.slice = class_slice(class);
 	mark_guest_cpu(cpu, class == LINGER_CLASS_GUEST);
 	stat_inc(LINGER_STAT_KEEP_PREV);
@@ -295,6 +317,8 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 		stat_inc(LINGER_STAT_ENQ_PRIMARY);
+		if (tctx)
+			tctx->queued_at = scx_bpf_now();
 		scx_bpf_dsq_insert_vtime(p, LINGER_CLASS_PRIMARY, primary_slice_ns,
 					 task_queue_vtime(p, tctx, class), enq_flags);
 	} else {
@@ -362,7 +386,9 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 		prev = NULL;
 	}
 
-	/* In a gang slot, the slot's primary gangs come first. */
+	/* In a gang slot, the slot's primary gangs come first... */
+	if (!gang_open && gang_relief(now))
+		return;
 	if (!gang_open && gang_dispatch(LINGER_CLASS_PRIMARY, cpu, prev, tctx, now))
 		return;
 
@@ -457,6 +483,13 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 			p->scx.slice = guard_slice_ns;
 		}
 		cctx->grant_pending = false;
+		if (class == LINGER_CLASS_PRIMARY && cctx->relief_pending && tctx) {
+			/* What is left of this CPU's relief turn, 0.1 ms at least. */
+			tctx->relief_slice = time_before(now + 100000, cctx->relief_end) ?
+					     cctx->relief_end - now : 100000;
+			p->scx.slice = tctx->relief_slice;
+		}
+		cctx->relief_pending = false;
 	}
 	if (tctx)
 		granted = tctx->granted;
@@ -486,6 +519,8 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 
 	p->scx.dsq_vtime = charged_vtime(p, tctx, true);
 	gang_note_stopping(scx_bpf_task_cpu(p), tctx, ran);
+	if (tctx)
+		tctx->relief_slice = 0;
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->granted) {

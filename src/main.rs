@@ -133,6 +133,18 @@ struct RunArgs {
           value_parser = clap::value_parser!(u64).range(50..=100_000))]
     guard_slice_us: u64,
 
+    /// Gang relief: while gangs hold the CPUs, ordinary primary work that
+    /// has waited this long gets a short turn (microseconds; 0: it waits
+    /// for the open phase at the end of each cycle).
+    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_RELIEF_WAIT_US as u64,
+          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    relief_wait_us: u64,
+
+    /// Gang relief: length of that turn, in microseconds.
+    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_RELIEF_SLICE_US as u64,
+          value_parser = clap::value_parser!(u64).range(50..=100_000))]
+    relief_slice_us: u64,
+
     /// Rescan cgroup labels at least this often, in milliseconds (`tag`
     /// also triggers a rescan at once).
     #[arg(long, default_value_t = 1000,
@@ -309,6 +321,8 @@ fn run(args: &RunArgs) -> Result<Exit> {
         guest_slice: Duration::from_micros(args.guest_slice_us),
         guard_interval: Duration::from_millis(args.guard_interval_ms),
         guard_slice: Duration::from_micros(args.guard_slice_us),
+        relief_wait: Duration::from_micros(args.relief_wait_us),
+        relief_slice: Duration::from_micros(args.relief_slice_us),
         default_class: cfg.default_class,
         accounting: !args.no_accounting,
         debug_fail_after: args.debug_fail_after_ms.map(Duration::from_millis),

@@ -88,6 +88,8 @@ pub struct Tunables {
     pub guest_slice: Duration,
     pub guard_interval: Duration,
     pub guard_slice: Duration,
+    pub relief_wait: Duration,
+    pub relief_slice: Duration,
     pub default_class: Class,
     /// Per-class and per-job accounting (account.bpf.h).
     pub accounting: bool,
@@ -131,6 +133,8 @@ impl<'obj> Scheduler<'obj> {
         rodata.guest_slice_ns = ns(t.guest_slice);
         rodata.guard_interval_ns = ns(t.guard_interval);
         rodata.guard_slice_ns = ns(t.guard_slice);
+        rodata.relief_wait_ns = ns(t.relief_wait);
+        rodata.relief_slice_ns = ns(t.relief_slice);
         rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
         rodata.default_class = t.default_class.bpf_value();
         rodata.accounting = t.accounting;
@@ -138,11 +142,13 @@ impl<'obj> Scheduler<'obj> {
 
         let skel = scx_ops_load!(open, linger_ops, uei)?;
         info!(
-            "loaded: primary slice {} us, guest slice {} us, guard {} us every {} ms, unlabelled cgroups {}",
+            "loaded: primary slice {} us, guest slice {} us, guard {} us every {} ms, gang relief {} us after {} us, unlabelled cgroups {}",
             t.primary_slice.as_micros(),
             t.guest_slice.as_micros(),
             t.guard_slice.as_micros(),
             t.guard_interval.as_millis(),
+            t.relief_slice.as_micros(),
+            t.relief_wait.as_micros(),
             t.default_class
         );
         Ok(Self {

@@ -32,6 +32,7 @@ const NAMES: [(linger_stat, &str); NR_STATS] = [
     (linger_stat_LINGER_STAT_GANG_NO_ROOM, "gang_no_room"),
     (linger_stat_LINGER_STAT_GANG_DISPLACED, "gang_displaced"),
     (linger_stat_LINGER_STAT_BACKFILL, "backfill"),
+    (linger_stat_LINGER_STAT_GANG_RELIEF, "gang_relief"),
 ];
 
 impl Counters {
