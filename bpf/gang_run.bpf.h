@@ -162,7 +162,10 @@ __noinline bool gang_relief(u64 now)
 	struct task_ctx *qctx;
 	bool overdue = false;
 
-	if (!cctx || !relief_wait_ns || !gang_admitted(LINGER_CLASS_PRIMARY))
+	/* Called at every dispatch in a slot: the cheap tests first. */
+	if (!cctx || !relief_wait_ns ||
+	    !scx_bpf_dsq_nr_queued(LINGER_CLASS_PRIMARY) ||
+	    !gang_admitted(LINGER_CLASS_PRIMARY))
 		return false;
 	if (time_before(now, cctx->relief_end))
 		return relief_take(cctx);

@@ -76,6 +76,8 @@ const volatile u64 guard_slice_ns = LINGER_DEFAULT_GUARD_SLICE_US * 1000;
  */
 const volatile u64 relief_wait_ns = LINGER_DEFAULT_RELIEF_WAIT_US * 1000;
 const volatile u64 relief_slice_ns = LINGER_DEFAULT_RELIEF_SLICE_US * 1000;
+/* A task that joins a turn about to end still gets this much. */
+#define RELIEF_MIN_SLICE_NS	100000ULL
 
 /* The kernel watchdog's timeout (ops.timeout_ms), which the guard beats. */
 const volatile u64 watchdog_ns = LINGER_DEFAULT_WATCHDOG_MS * 1000000;
@@ -386,7 +388,10 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 		prev = NULL;
 	}
 
-	/* In a gang slot, the slot's primary gangs come first... */
+	/*
+	 * In a gang slot, the slot's primary gangs come first, but ordinary
+	 * work that has waited too long gets a short relief turn before them.
+	 */
 	if (!gang_open && gang_relief(now))
 		return;
 	if (!gang_open && gang_dispatch(LINGER_CLASS_PRIMARY, cpu, prev, tctx, now))
@@ -484,9 +489,10 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 		}
 		cctx->grant_pending = false;
 		if (class == LINGER_CLASS_PRIMARY && cctx->relief_pending && tctx) {
-			/* What is left of this CPU's relief turn, 0.1 ms at least. */
-			tctx->relief_slice = time_before(now + 100000, cctx->relief_end) ?
-					     cctx->relief_end - now : 100000;
+			/* What is left of this CPU's relief turn. */
+			tctx->relief_slice = time_before(now + RELIEF_MIN_SLICE_NS,
+							 cctx->relief_end) ?
+					     cctx->relief_end - now : RELIEF_MIN_SLICE_NS;
 			p->scx.slice = tctx->relief_slice;
 		}
 		cctx->relief_pending = false;

@@ -70,8 +70,12 @@ static void reclassify_dsq(u64 from)
 						   task_queue_vtime(p, tctx, class));
 			moved = scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, to, 0);
 		}
-		if (moved)
-			stat_inc(LINGER_STAT_RECLASSIFY);
+		if (!moved)
+			continue;
+		stat_inc(LINGER_STAT_RECLASSIFY);
+		/* Its wait for relief (gang_relief()) starts on this queue. */
+		if (to == LINGER_CLASS_PRIMARY && tctx)
+			tctx->queued_at = scx_bpf_now();
 	}
 }
 

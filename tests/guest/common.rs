@@ -471,26 +471,8 @@ pub fn finish_child(mut child: Child, timeout: Duration) -> (ExitStatus, String)
 
 /// Set extended attribute `name` on `path` (a label, as `tag` would).
 pub fn xattr_set(path: &std::path::Path, name: &str, value: &str) {
-    let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
-    let n = std::ffi::CString::new(name).unwrap();
-    // SAFETY: both strings are NUL-terminated and live across the call;
-    // value points to value.len() readable bytes.
-    let r = unsafe {
-        libc::setxattr(
-            c.as_ptr(),
-            n.as_ptr(),
-            value.as_ptr().cast(),
-            value.len(),
-            0,
-        )
-    };
-    assert_eq!(
-        r,
-        0,
-        "setxattr {name} on {}: {}",
-        path.display(),
-        std::io::Error::last_os_error()
-    );
+    xattr::set(path, name, value.as_bytes())
+        .unwrap_or_else(|e| panic!("setxattr {name} on {}: {e}", path.display()));
 }
 
 /// How many entries BPF map `name` holds now, as bpftool dumps it: an
