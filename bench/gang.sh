@@ -3,15 +3,17 @@
 # Gang effects, in one guest boot (run by `cargo xtask bench --gang`, on
 # multi-threaded TCG so that vCPUs really run in parallel): k spinning-
 # barrier jobs of one thread per CPU each, started together, under the
-# kernel's default scheduler (EEVDF) and as scx_linger gangs. The ideal
+# kernel's default scheduler (EEVDF), under scx_bpfland (a general-purpose
+# sched_ext scheduler, no gang notion) and as scx_linger gangs. The ideal
 # wall time is k x the job's time alone; the ideal CPU time is k x its CPU
 # time alone. Prints one raw line per run.
 #
 # usage: gang.sh AGENT BIN_DIR REPEATS ROUNDS ITERS KS
 set -u
 AGENT=$1 BIN=$2 REPEATS=${3:-3} ROUNDS=${4:-8000} ITERS=${5:-12000} KS=${6:-"2 3"}
+. "$(dirname "$0")/lib.sh"
+stage_bins
 NCPU=$(nproc)
-CG=/sys/fs/cgroup
 JOB="$BIN/barrier --threads $NCPU --rounds $ROUNDS --iters $ITERS"
 echo "# kernel=$(uname -r) cpus=$NCPU rounds=$ROUNDS iters=$ITERS threads=$NCPU"
 
@@ -65,6 +67,9 @@ for rep in $(seq "$REPEATS"); do
 	run_k alone 1 no "$rep"
 	for k in $KS; do
 		run_k eevdf "$k" no "$rep"
+		start_sched bpfland
+		run_k bpfland "$k" no "$rep"
+		stop_sched
 		start_agent /tmp/gang-agent.$$
 		run_k linger "$k" yes "$rep"
 		stop_agent

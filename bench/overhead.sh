@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Scheduler overhead, in one guest boot (run by `cargo xtask bench
 # --overhead`): hackbench (rt-tests), nothing but wake-ups and context
-# switches, under the kernel's own scheduler (EEVDF), under scx_linger,
+# switches, under the kernel's own scheduler (EEVDF), under scx_bpfland
+# (a general-purpose sched_ext scheduler), under scx_linger,
 # and under scx_linger with its accounting off. The first ratio is what
 # scheduling through BPF costs, the last what counting for the stats costs.
 # Prints one raw line per run.
@@ -10,31 +11,22 @@
 # usage: overhead.sh AGENT BIN_DIR REPEATS GROUPS LOOPS
 set -u
 AGENT=$1 REPEATS=${3:-5} NGROUPS=${4:-2} LOOPS=${5:-100}
+. "$(dirname "$0")/lib.sh"
 echo "# kernel=$(uname -r) cpus=$(nproc) hackbench -p -g $NGROUPS -l $LOOPS"
 
 hb() { hackbench -p -g "$NGROUPS" -l "$LOOPS" | awk '/^Time:/ {print $2}'; }
-
-agent=
-start_agent() {
-	"$AGENT" run "$@" >/dev/null 2>&1 &
-	agent=$!
-	until [ "$(cat /sys/kernel/sched_ext/state)" = enabled ]; do
-		kill -0 $agent 2>/dev/null || { echo "scx_linger did not start" >&2; exit 1; }
-		sleep 0.05
-	done
-}
-stop_agent() {
-	kill -TERM $agent && wait $agent
-}
 
 # Warm up: binaries and libraries in the page cache.
 hb > /dev/null
 for rep in $(seq "$REPEATS"); do
 	echo "case=eevdf rep=$rep time=$(hb)"
-	start_agent
+	start_sched bpfland
+	echo "case=bpfland rep=$rep time=$(hb)"
+	stop_sched
+	start_sched linger
 	echo "case=linger rep=$rep time=$(hb)"
-	stop_agent
-	start_agent --no-accounting
+	stop_sched
+	start_sched linger --no-accounting
 	echo "case=linger_noacct rep=$rep time=$(hb)"
-	stop_agent
+	stop_sched
 done

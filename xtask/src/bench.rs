@@ -10,12 +10,14 @@
 
 use std::collections::BTreeMap;
 use std::process::Command;
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use crate::bench_plot::Bars;
 use crate::paths::project_root;
 use crate::vm::{self, VmArgs};
-use crate::{deps, step};
+use crate::{deps, scx_tools, step};
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -28,6 +30,13 @@ pub struct BenchArgs {
     /// Work rounds per primary job (10 ms compute + 10 ms sleep each).
     #[arg(long, default_value_t = 100)]
     pub rounds: u32,
+    /// 10 ms bursts per thread of every job in the group C queues.
+    #[arg(long, default_value_t = 100)]
+    pub bursts: u32,
+    /// A short run of everything above for 1 vCPU (under 10 minutes):
+    /// 3 repeats of 30 rounds and 30 bursts.
+    #[arg(long)]
+    pub quick: bool,
     /// Run the vCPUs really in parallel (multi-threaded TCG) instead of
     /// icount. icount runs vCPUs round-robin on one virtual clock that
     /// counts every vCPU's instructions, so with 2+ vCPUs a busy CPU slows
@@ -47,21 +56,62 @@ pub struct BenchArgs {
     pub overhead: bool,
 }
 
-/// Policies in report order, with what each is.
-const CASES: &[(&str, &str)] = &[
-    ("eevdf_alone", "EEVDF, primaries alone (baseline)"),
-    ("eevdf_nice19", "EEVDF, guests at nice 19"),
-    ("eevdf_sched_idle", "EEVDF, guests SCHED_IDLE"),
-    ("eevdf_cpu_idle", "EEVDF, guests in a cpu.idle=1 cgroup"),
-    ("linger_alone", "scx_linger, primaries alone"),
-    ("linger_guest", "scx_linger, guests labelled guest"),
+/// A policy a bench compares: its case name in the raw output, its
+/// legend on a plot, and what it is, for a report's table.
+pub type Policy = (&'static str, &'static str, &'static str);
+
+/// How guests run beside primaries, in report order; the same case names
+/// in qos.sh and queue.sh.
+pub const GUEST_POLICIES: [Policy; 5] = [
+    ("nice19", "nice 19", "EEVDF, guests at nice 19"),
+    ("sched_idle", "SCHED_IDLE", "EEVDF, guests SCHED_IDLE"),
+    (
+        "cpu_idle",
+        "cpu.idle",
+        "EEVDF, guests in a cpu.idle=1 cgroup",
+    ),
+    (
+        "layered",
+        "scx_layered",
+        "scx_layered 1.1.4, guests in a weight-1 layer",
+    ),
+    ("linger", "scx_linger", "scx_linger, guests labelled guest"),
 ];
+
+/// The QoS report's rows: the baseline, every guest policy, and each
+/// sched_ext scheduler with the primaries alone just before its guests.
+fn qos_cases() -> Vec<Policy> {
+    let mut cases = vec![(
+        "eevdf_alone",
+        "EEVDF alone",
+        "EEVDF, primaries alone (baseline)",
+    )];
+    for p in GUEST_POLICIES {
+        match p.0 {
+            "layered" => cases.push((
+                "layered_alone",
+                "scx_layered alone",
+                "scx_layered 1.1.4, primaries alone",
+            )),
+            "linger" => cases.push((
+                "linger_alone",
+                "scx_linger alone",
+                "scx_linger, primaries alone",
+            )),
+            _ => {}
+        }
+        cases.push(p);
+    }
+    cases
+}
 
 /// One duty job's figures from one run.
 #[derive(Debug, Clone, Default)]
 struct Sample {
     wall: f64,
     delay_us: f64,
+    late_p50_us: f64,
+    late_p99_us: f64,
     guest_run: f64,
     idle: f64,
 }
@@ -89,6 +139,8 @@ fn parse(output: &str) -> Runs {
         let s = Sample {
             wall: field(line, "wall").unwrap_or(0.0),
             delay_us: field(line, "delay_us").unwrap_or(0.0),
+            late_p50_us: field(line, "late_p50_us").unwrap_or(f64::NAN),
+            late_p99_us: field(line, "late_p99_us").unwrap_or(f64::NAN),
             guest_run: field(line, "guest_run").unwrap_or(0.0),
             idle: field(line, "idle").unwrap_or(0.0),
         };
@@ -114,80 +166,155 @@ pub fn median(v: &mut [f64]) -> f64 {
     }
 }
 
-/// Per repeat: mean wall, mean delay, guest CPU, guest harvest. Harvest
-/// is the guests' share of the CPU time nothing else wanted: guest time /
-/// (guest time + time the CPUs stood idle), both from the kernel.
-fn per_repeat(reps: &BTreeMap<u32, Vec<Sample>>) -> Vec<(f64, f64, f64, f64)> {
+/// One repeat of a case: the mean over its primary jobs, and the guests'
+/// CPU time and harvest. Harvest is the guests' share of the CPU time
+/// nothing else wanted: guest time / (guest time + time the CPUs stood
+/// idle), both from the kernel.
+struct Repeat {
+    wall: f64,
+    delay_us: f64,
+    late_p50_us: f64,
+    late_p99_us: f64,
+    guest: f64,
+    harvest: f64,
+}
+
+fn per_repeat(reps: &BTreeMap<u32, Vec<Sample>>) -> Vec<Repeat> {
     reps.values()
         .map(|s| {
-            let n = s.len() as f64;
-            let wall = s.iter().map(|x| x.wall).sum::<f64>() / n;
-            let delay = s.iter().map(|x| x.delay_us).sum::<f64>() / n;
+            let mean = |f: fn(&Sample) -> f64| s.iter().map(f).sum::<f64>() / s.len() as f64;
             let (guest, idle) = (s[0].guest_run, s[0].idle);
-            let harvest = if guest + idle > 0.0 {
-                guest / (guest + idle)
-            } else {
-                0.0
-            };
-            (wall, delay, guest, harvest)
+            Repeat {
+                wall: mean(|x| x.wall),
+                delay_us: mean(|x| x.delay_us),
+                late_p50_us: mean(|x| x.late_p50_us),
+                // The worst job's tail, not an average of tails.
+                late_p99_us: s.iter().map(|x| x.late_p99_us).fold(f64::NAN, f64::max),
+                guest,
+                harvest: if guest + idle > 0.0 {
+                    guest / (guest + idle)
+                } else {
+                    0.0
+                },
+            }
         })
         .collect()
 }
 
+fn med_of(reps: &[Repeat], f: fn(&Repeat) -> f64) -> f64 {
+    median(&mut reps.iter().map(f).collect::<Vec<_>>())
+}
+
+/// The baseline: EEVDF with the primaries alone, median wall time.
+fn baseline(runs: &Runs) -> f64 {
+    runs.get("eevdf_alone")
+        .map(|r| med_of(&per_repeat(r), |x| x.wall))
+        .unwrap_or(f64::NAN)
+}
+
 fn report(runs: &Runs, header: &str) -> String {
     let mut out = format!("{header}\n\n");
-    out.push_str("| policy | primary wall, median s | run-time increase vs EEVDF alone, median (min..max) | run delay per wake-up, median us | guest CPU, s | guest harvest of idle CPU |\n|---|---|---|---|---|---|\n");
-    let base = runs
-        .get("eevdf_alone")
-        .map(|r| median(&mut per_repeat(r).iter().map(|x| x.0).collect::<Vec<_>>()))
-        .unwrap_or(f64::NAN);
-    for (case, what) in CASES {
-        let Some(r) = runs.get(*case) else { continue };
+    out.push_str("| policy | primary wall, median s | run-time increase vs EEVDF alone, median (min..max) | run delay per wake-up, mean us (schedstat) | wake-up to running p50 / p99 us | guest CPU, s | guest harvest of idle CPU |\n|---|---|---|---|---|---|---|\n");
+    let base = baseline(runs);
+    for (case, _, what) in qos_cases() {
+        let Some(r) = runs.get(case) else { continue };
         let reps = per_repeat(r);
-        let mut walls: Vec<f64> = reps.iter().map(|x| x.0).collect();
-        let incs: Vec<f64> = walls.iter().map(|w| (w / base - 1.0) * 100.0).collect();
+        let incs: Vec<f64> = reps.iter().map(|x| (x.wall / base - 1.0) * 100.0).collect();
         let (lo, hi) = incs
             .iter()
             .fold((f64::MAX, f64::MIN), |(a, b), x| (a.min(*x), b.max(*x)));
-        let mut incs_m = incs.clone();
         let guests = !case.ends_with("alone");
+        let guest_col = |v: String| if guests { v } else { "-".into() };
         out.push_str(&format!(
-            "| {what} | {:.3} | {:+.2}% ({:+.2}..{:+.2}) | {:.0} | {} | {} |\n",
-            median(&mut walls),
-            median(&mut incs_m),
+            "| {what} | {:.3} | {:+.2}% ({:+.2}..{:+.2}) | {:.0} | {:.0} / {:.0} | {} | {} |\n",
+            med_of(&reps, |x| x.wall),
+            median(&mut incs.clone()),
             lo,
             hi,
-            median(&mut reps.iter().map(|x| x.1).collect::<Vec<_>>()),
-            if guests {
-                format!(
-                    "{:.2}",
-                    median(&mut reps.iter().map(|x| x.2).collect::<Vec<_>>())
-                )
-            } else {
-                "-".into()
-            },
-            if guests {
-                format!(
-                    "{:.1}%",
-                    median(&mut reps.iter().map(|x| x.3 * 100.0).collect::<Vec<_>>())
-                )
-            } else {
-                "-".into()
-            },
+            med_of(&reps, |x| x.delay_us),
+            med_of(&reps, |x| x.late_p50_us),
+            med_of(&reps, |x| x.late_p99_us),
+            guest_col(format!("{:.2}", med_of(&reps, |x| x.guest))),
+            guest_col(format!("{:.1}%", med_of(&reps, |x| x.harvest * 100.0))),
         ));
     }
     out
 }
 
+/// The QoS plot: each guest policy's median primary run-time increase.
+fn plot(runs: &Runs, path: &std::path::Path, title: &str) -> Result<()> {
+    let base = baseline(runs);
+    let cases: Vec<_> = qos_cases()
+        .into_iter()
+        .filter(|(case, _, _)| !case.ends_with("alone") && runs.contains_key(*case))
+        .collect();
+    let values = cases
+        .iter()
+        .map(|(case, _, _)| (med_of(&per_repeat(&runs[*case]), |x| x.wall) / base - 1.0) * 100.0)
+        .collect();
+    crate::bench_plot::draw(
+        path,
+        &Bars {
+            title: title.to_string(),
+            y_label: "primary run-time increase vs EEVDF alone, %".into(),
+            groups: cases
+                .iter()
+                .map(|(_, legend, _)| legend.to_string())
+                .collect(),
+            series: vec![("run-time increase".into(), values)],
+            fmt: |v| format!("{v:+.2}%"),
+        },
+    )
+}
+
+/// Workload sizes: the full run, or `--quick` (under 10 minutes).
+struct Sizes {
+    cpus: Vec<u32>,
+    repeats: u32,
+    rounds: u32,
+    bursts: u32,
+}
+
+fn sizes(args: &BenchArgs) -> Sizes {
+    if args.quick {
+        return Sizes {
+            cpus: vec![1],
+            repeats: 3,
+            rounds: 30,
+            bursts: 30,
+        };
+    }
+    Sizes {
+        cpus: args.cpus.clone(),
+        repeats: args.repeats,
+        rounds: args.rounds,
+        bursts: args.bursts,
+    }
+}
+
+/// The emulation mode's name and what it means, for a report's header.
+pub fn emulation(parallel: bool) -> (&'static str, &'static str) {
+    if parallel {
+        (
+            "parallel",
+            "multi-threaded TCG (vCPUs in parallel on host threads; host timing noise included)",
+        )
+    } else {
+        ("icount", "`-icount shift=3,sleep=off` (guest time follows instruction counts; with 2+ vCPUs one virtual clock counts all vCPUs' instructions, so work on one vCPU slows the others' progress, as on SMT siblings)")
+    }
+}
+
 pub fn run(args: &BenchArgs) -> Result<i32> {
+    let started = Instant::now();
     deps::run()?;
+    deps::install_packages(&["fonts-dejavu-core"])?;
+    let tools = scx_tools::ensure()?;
     step("building scx_linger and the bench workloads (release)");
     let status = Command::new(env!("CARGO"))
         .args([
             "build",
             "--release",
-            "--bin",
-            "scx_linger",
+            "--bins",
             "-p",
             "scx_linger",
             "-p",
@@ -199,52 +326,90 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     if !status.success() {
         bail!("build failed");
     }
+    let env = tool_env(&tools);
     if args.gang {
         let cpus = args.cpus.iter().copied().max().unwrap_or(2).max(2);
-        crate::bench_gang::run(cpus, args.repeats)?;
+        crate::bench_gang::run(cpus, args.repeats, &env)?;
         return Ok(0);
     }
     if args.overhead {
         for &cpus in &args.cpus {
-            crate::bench_overhead::run(cpus, args.repeats.max(5))?;
+            crate::bench_overhead::run(cpus, args.repeats.max(5), &env)?;
         }
         return Ok(0);
     }
-    for &cpus in &args.cpus {
-        let raw = run_script(
-            "qos.sh",
-            cpus,
-            !args.parallel,
-            &[args.repeats.to_string(), args.rounds.to_string()],
-        )?;
-        let (mode, emulation) = if args.parallel {
-            ("parallel", "multi-threaded TCG (vCPUs in parallel on host threads; host timing noise included)")
-        } else {
-            ("icount", "`-icount shift=3,sleep=off` (guest time follows instruction counts; with 2+ vCPUs one virtual clock counts all vCPUs' instructions, so work on one vCPU slows the others' progress, as on SMT siblings)")
-        };
-        let header = format!(
-            "## Primary QoS beside guests, {cpus} vCPU(s), {mode}\n\n{} ; QEMU TCG, {emulation}; no caches are modelled, so cache effects are not captured; {} repeats; one half-busy primary job per CPU (10 ms compute, 10 ms sleep), one CPU-bound guest per CPU. Run delay from /proc schedstat, guest harvest = guest CPU / (guest CPU + idle CPU) from /proc.",
-            script_header(&raw),
-            args.repeats
-        );
-        let table = report(&parse(&raw), &header);
-        save_report(&format!("qos-{cpus}cpu-{mode}"), &table, &raw)?;
+    let sz = sizes(args);
+    for &cpus in &sz.cpus {
+        run_qos(cpus, &sz, args.parallel, &env)?;
+        crate::bench_queue::run(cpus, sz.repeats, sz.bursts, args.parallel, &env)?;
     }
+    step(&format!(
+        "bench done in {:.1} min",
+        started.elapsed().as_secs_f64() / 60.0
+    ));
     Ok(0)
+}
+
+/// Group B: primary QoS beside guests (bench/qos.sh), report and plot.
+fn run_qos(cpus: u32, sz: &Sizes, parallel: bool, env: &[(String, String)]) -> Result<()> {
+    let t = Instant::now();
+    let (mode, emulation) = emulation(parallel);
+    let raw = run_script(
+        "qos.sh",
+        cpus,
+        !parallel,
+        env,
+        &[sz.repeats.to_string(), sz.rounds.to_string()],
+    )?;
+    let name = format!("qos-{cpus}cpu-{mode}");
+    let header = format!(
+        "## Primary QoS beside guests (group B), {cpus} vCPU(s), {mode}\n\n{} ; QEMU TCG, {emulation}; no caches are modelled, so cache effects (Strazdins & Uhlmann) are not captured; {} repeats; one half-busy primary job per CPU (10 ms compute, 10 ms sleep), one CPU-bound guest per CPU. Run delay from /proc schedstat; wake-up to running = how late each primary ran after its sleep's deadline (1 ns timer slack), p50 mean over jobs, p99 of the worst job; guest harvest = guest CPU / (guest CPU + idle CPU) from /proc. Run took {:.1} min.\n\n![QoS impact]({name}.png)",
+        script_header(&raw),
+        sz.repeats,
+        t.elapsed().as_secs_f64() / 60.0
+    );
+    let runs = parse(&raw);
+    save_report(&name, &report(&runs, &header), &raw)?;
+    plot(
+        &runs,
+        &results_dir().join(format!("{name}.png")),
+        &format!("Primary QoS beside guests, {cpus} vCPU(s)"),
+    )
+}
+
+/// What the bench scripts need to start the comparison schedulers.
+fn tool_env(tools: &scx_tools::ScxTools) -> Vec<(String, String)> {
+    let s = |p: &std::path::Path| p.to_string_lossy().into_owned();
+    vec![
+        ("SCX_LAYERED".into(), s(&tools.layered)),
+        ("SCX_BPFLAND".into(), s(&tools.bpfland)),
+        (
+            "LAYERED_CONFIG".into(),
+            s(&project_root().join("bench/layered-guests.json")),
+        ),
+    ]
 }
 
 /// Run bench/`script` in one guest boot (`icount`: deterministic guest
 /// time) with the release scx_linger and the bench workloads' directory
 /// as its first two arguments, then `args`; return what it printed.
-pub fn run_script(script: &str, cpus: u32, icount: bool, args: &[String]) -> Result<String> {
+pub fn run_script(
+    script: &str,
+    cpus: u32,
+    icount: bool,
+    env: &[(String, String)],
+    args: &[String],
+) -> Result<String> {
     let root = project_root();
     let path = |p: &str| root.join(p).to_string_lossy().into_owned();
-    let mut cmd = vec![
+    let mut cmd = vec!["env".to_string()];
+    cmd.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+    cmd.extend([
         "sh".to_string(),
         path(&format!("bench/{script}")),
         path("target/release/scx_linger"),
         path("target/release"),
-    ];
+    ]);
     cmd.extend_from_slice(args);
     let outcome = vm::run(&VmArgs {
         kernel: "debian".into(),
@@ -270,10 +435,15 @@ pub fn script_header(raw: &str) -> &str {
         .map_or("", |l| l.trim_start_matches("# "))
 }
 
+/// Where reports, raw outputs and plots go.
+pub fn results_dir() -> std::path::PathBuf {
+    project_root().join("bench/results")
+}
+
 /// Write a report (`name`.md) and the raw output it came from (`name`.raw)
 /// to bench/results, and show the report.
 pub fn save_report(name: &str, table: &str, raw: &str) -> Result<()> {
-    let results = project_root().join("bench/results");
+    let results = results_dir();
     std::fs::create_dir_all(&results)?;
     let path = results.join(format!("{name}.md"));
     std::fs::write(&path, table)?;
@@ -292,11 +462,12 @@ mod tests {
         let raw = "\
 # kernel=7.3 cpus=1
 case=eevdf_alone rep=1 wall=2.0 run=1.0 delay_us=10.0 slices=100 guest_run=0e-6 span=2000000e-6
-case=eevdf_nice19 rep=1 wall=2.2 run=1.0 delay_us=500.0 slices=100 guest_run=900000e-6 idle=100000e-6
-case=linger_guest rep=1 wall=2.01 run=1.0 delay_us=20.0 slices=100 guest_run=980000e-6 idle=20000e-6
+case=nice19 rep=1 wall=2.2 run=1.0 delay_us=500.0 slices=100 guest_run=900000e-6 idle=100000e-6
+case=linger rep=1 wall=2.01 run=1.0 delay_us=20.0 slices=100 late_p50_us=30.0 late_p99_us=90.0 guest_run=980000e-6 idle=20000e-6
+case=layered rep=1 wall=2.1 run=1.0 delay_us=200.0 slices=100 late_p50_us=300.0 late_p99_us=900.0 guest_run=900000e-6 idle=0e-6
 ";
         let runs = parse(raw);
-        assert_eq!(runs.len(), 3);
+        assert_eq!(runs.len(), 4);
         let md = report(&runs, "h");
         assert!(
             md.contains("| EEVDF, guests at nice 19 | 2.200 | +10.00%"),
@@ -307,6 +478,10 @@ case=linger_guest rep=1 wall=2.01 run=1.0 delay_us=20.0 slices=100 guest_run=980
             "{md}"
         );
         // 0.98 s of guest time, 0.02 s of idle CPU left over.
-        assert!(md.contains("98.0%"), "{md}");
+        assert!(md.contains("| 20 | 30 / 90 | 0.98 | 98.0% |"), "{md}");
+        assert!(
+            md.contains("| scx_layered 1.1.4, guests in a weight-1 layer | 2.100 | +5.00%"),
+            "{md}"
+        );
     }
 }

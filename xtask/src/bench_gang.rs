@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `cargo xtask bench --gang`: k spinning-barrier jobs at once (bench/gang.sh)
-//! under EEVDF and as scx_linger gangs, on multi-threaded TCG so that the
+//! under EEVDF, under scx_bpfland and as scx_linger gangs, on multi-threaded TCG so that the
 //! vCPUs really run in parallel (icount runs them round-robin and hides
 //! gang effects). Each figure is a ratio against the job alone, measured in
 //! the same guest boot: wall time against k x alone (the ideal when the
@@ -12,6 +12,14 @@ use std::collections::BTreeMap;
 use anyhow::Result;
 
 use crate::bench::{field, median, run_script, save_report, script_header, word};
+use crate::bench_plot::Bars;
+
+/// Policies in report order: (case, legend, description).
+const POLICIES: [(&str, &str, &str); 3] = [
+    ("eevdf", "EEVDF", "EEVDF (Linux default)"),
+    ("bpfland", "scx_bpfland", "scx_bpfland 1.1.4"),
+    ("linger", "scx_linger", "scx_linger gangs"),
+];
 
 /// (wall ms, cpu ms) per repeat, per (case, k).
 type Runs = BTreeMap<(String, u32), Vec<(f64, f64)>>;
@@ -56,10 +64,7 @@ pub fn report(raw: &str, header: &str) -> String {
     ks.sort_unstable();
     ks.dedup();
     for k in ks {
-        for (case, what) in [
-            ("eevdf", "EEVDF (Linux default)"),
-            ("linger", "scx_linger gangs"),
-        ] {
+        for (case, _, what) in POLICIES {
             let Some(r) = runs.get(&(case.to_string(), k)) else {
                 continue;
             };
@@ -86,17 +91,64 @@ pub fn report(raw: &str, header: &str) -> String {
     out
 }
 
-pub fn run(cpus: u32, repeats: u32) -> Result<()> {
+/// Wall time against the ideal, per k and policy (median of repeats).
+fn plot(raw: &str, path: &std::path::Path, cpus: u32) -> Result<()> {
+    let runs = parse(raw);
+    let Some(alone) = runs.get(&("alone".to_string(), 1)) else {
+        return Ok(());
+    };
+    let alone_wall = median(&mut alone.iter().map(|r| r.0).collect::<Vec<_>>());
+    let mut ks: Vec<u32> = runs.keys().map(|(_, k)| *k).filter(|k| *k > 1).collect();
+    ks.sort_unstable();
+    ks.dedup();
+    let series = POLICIES
+        .iter()
+        .map(|(case, legend, _)| {
+            let values = ks
+                .iter()
+                .map(|k| match runs.get(&(case.to_string(), *k)) {
+                    Some(r) => median(
+                        &mut r
+                            .iter()
+                            .map(|x| x.0 / (f64::from(*k) * alone_wall))
+                            .collect::<Vec<_>>(),
+                    ),
+                    None => f64::NAN,
+                })
+                .collect();
+            (legend.to_string(), values)
+        })
+        .collect();
+    crate::bench_plot::draw(
+        path,
+        &Bars {
+            title: format!("Gang slowdown: k barrier jobs on {cpus} vCPUs"),
+            y_label: "wall time / ideal (k x alone)".into(),
+            groups: ks.iter().map(|k| format!("k = {k}")).collect(),
+            series,
+            fmt: |v| format!("{v:.2}x"),
+        },
+    )
+}
+
+pub fn run(cpus: u32, repeats: u32, env: &[(String, String)]) -> Result<()> {
     let started = std::time::Instant::now();
     // Parallel TCG, not icount: icount runs the vCPUs round-robin.
-    let raw = run_script("gang.sh", cpus, false, &[repeats.to_string()])?;
+    let raw = run_script("gang.sh", cpus, false, env, &[repeats.to_string()])?;
     let header = format!(
         "## Gang scheduling: k spinning-barrier jobs at once, {cpus} vCPUs, multi-threaded TCG\n\n{} ; QEMU TCG with vCPUs in parallel on host threads (host timing noise included; no caches modelled); {repeats} repeats; run took {:.1} min. Each job has one thread per CPU computing ~100 us between spinning barriers (bench/src/bin/barrier.rs).",
         script_header(&raw),
         started.elapsed().as_secs_f64() / 60.0
     );
+    let name = format!("gang-{cpus}cpu-parallel");
+    let header = format!("{header}\n\n![gang slowdown]({name}.png)");
     let table = report(&raw, &header);
-    save_report(&format!("gang-{cpus}cpu-parallel"), &table, &raw)
+    save_report(&name, &table, &raw)?;
+    plot(
+        &raw,
+        &crate::paths::project_root().join(format!("bench/results/{name}.png")),
+        cpus,
+    )
 }
 
 #[cfg(test)]

@@ -36,9 +36,11 @@ pub fn report(raw: &str, header: &str) -> String {
         out.push_str("(no EEVDF run: the bench failed)\n");
         return out;
     };
-    out.push_str("| scheduler | hackbench time, median (min..max) | vs EEVDF |\n|---|---|---|\n");
+    let bpfland = med("bpfland");
+    out.push_str("| scheduler | hackbench time, median (min..max) | vs EEVDF | vs scx_bpfland |\n|---|---|---|---|\n");
     for (case, what) in [
         ("eevdf", "EEVDF (Linux default)"),
+        ("bpfland", "scx_bpfland 1.1.4"),
         ("linger", "scx_linger"),
         ("linger_noacct", "scx_linger --no-accounting"),
     ] {
@@ -47,8 +49,9 @@ pub fn report(raw: &str, header: &str) -> String {
         };
         let (lo, hi) = min_max(v);
         out.push_str(&format!(
-            "| {what} | {m:.3} s ({lo:.3}..{hi:.3}) | {:+.1}% |\n",
-            (m / eevdf - 1.0) * 100.0
+            "| {what} | {m:.3} s ({lo:.3}..{hi:.3}) | {:+.1}% | {} |\n",
+            (m / eevdf - 1.0) * 100.0,
+            bpfland.map_or("-".into(), |b| format!("{:+.1}%", (m / b - 1.0) * 100.0))
         ));
     }
     if let (Some(on), Some(off)) = (med("linger"), med("linger_noacct")) {
@@ -60,12 +63,13 @@ pub fn report(raw: &str, header: &str) -> String {
     out
 }
 
-pub fn run(cpus: u32, repeats: u32) -> Result<()> {
+pub fn run(cpus: u32, repeats: u32, env: &[(String, String)]) -> Result<()> {
     let started = std::time::Instant::now();
     let raw = run_script(
         "overhead.sh",
         cpus,
         true,
+        env,
         &[repeats.to_string(), "2".into(), "100".into()],
     )?;
     let header = format!(
@@ -89,16 +93,17 @@ case=eevdf rep=1 time=1.000
 case=linger rep=1 time=1.050
 case=linger_noacct rep=1 time=1.000
 case=eevdf rep=2 time=1.100
+case=bpfland rep=1 time=1.075
 case=linger rep=2 time=1.100
 case=linger_noacct rep=2 time=1.050
 ";
         let md = report(raw, "h");
         assert!(
-            md.contains("| EEVDF (Linux default) | 1.050 s (1.000..1.100) | +0.0% |"),
+            md.contains("| EEVDF (Linux default) | 1.050 s (1.000..1.100) | +0.0% | -2.3% |"),
             "{md}"
         );
         assert!(
-            md.contains("| scx_linger | 1.075 s (1.050..1.100) | +2.4% |"),
+            md.contains("| scx_linger | 1.075 s (1.050..1.100) | +2.4% | +0.0% |"),
             "{md}"
         );
         assert!(

@@ -11,10 +11,13 @@ mod apt;
 mod bench;
 mod bench_gang;
 mod bench_overhead;
+mod bench_plot;
+mod bench_queue;
 mod demo;
 mod deps;
 mod kernel;
 mod paths;
+mod scx_tools;
 mod test;
 mod vm;
 

@@ -1,0 +1,102 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Sourced by the bench scripts: the cgroups they use, how each policy
+# runs a guest, and starting and stopping the sched_ext schedulers.
+#
+# Needs AGENT (scx_linger); SCX_LAYERED, LAYERED_CONFIG and SCX_BPFLAND
+# (the pinned builds from `cargo xtask bench`) for the cases that use them.
+CG=/sys/fs/cgroup
+
+# bench/idle (cpu.idle = 1) and bench/guest (labelled by scx_linger,
+# matched by the scx_layered config).
+setup_cgroups() {
+	echo +cpu > $CG/cgroup.subtree_control
+	mkdir -p $CG/bench
+	echo +cpu > $CG/bench/cgroup.subtree_control
+	mkdir -p $CG/bench/idle $CG/bench/guest
+	echo 1 > $CG/bench/idle/cpu.idle || exit 1
+}
+
+# Copy the workload binaries (BIN) to a tmpfs and point BIN there: run
+# from the host's 9p share, every exec of a job would spend guest time
+# reading it, time no job accounts for.
+stage_bins() {
+	mkdir -p /run/bench-bin
+	mountpoint -q /run/bench-bin || mount -t tmpfs bench-bin /run/bench-bin || exit 1
+	for b in duty spin job barrier swarm; do
+		[ -x "$BIN/$b" ] && cp "$BIN/$b" /run/bench-bin/
+	done
+	BIN=/run/bench-bin
+}
+
+# run_in CGROUP CMD...: exec CMD inside CGROUP (every thread it makes is
+# in it from the start).
+run_in() {
+	exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$@"
+}
+
+# as_guest HOW CMD...: exec CMD the way policy HOW runs a guest job. HOW:
+# none (an ordinary job), nice19, sched_idle, cpu_idle, linger, layered.
+# It replaces the calling shell, so call it with & (then $! is the job's
+# pid, whatever the policy) or in a ( subshell ).
+as_guest() {
+	how=$1
+	shift
+	case $how in
+	none) exec "$@" ;;
+	nice19) exec nice -n 19 "$@" ;;
+	sched_idle) exec chrt --idle 0 "$@" ;;
+	cpu_idle) run_in $CG/bench/idle "$@" ;;
+	linger | layered) run_in $CG/bench/guest "$@" ;;
+	*) echo "as_guest: unknown policy $how" >&2; exit 1 ;;
+	esac
+}
+
+# The sched_ext scheduler a policy needs, if any.
+sched_of() {
+	case $1 in
+	linger | linger_*) echo linger ;;
+	layered | layered_*) echo layered ;;
+	bpfland) echo bpfland ;;
+	*) echo none ;;
+	esac
+}
+
+# start_sched NAME [ARGS...]: load scheduler NAME (linger, layered,
+# bpfland; none does nothing) and wait until sched_ext is enabled.
+sched_pid=
+start_sched() {
+	name=$1
+	shift
+	case $name in
+	none) return ;;
+	linger) "$AGENT" run "$@" > /dev/null 2>&1 & ;;
+	layered) "$SCX_LAYERED" "$@" "f:$LAYERED_CONFIG" > /dev/null 2>&1 & ;;
+	bpfland) "$SCX_BPFLAND" "$@" > /dev/null 2>&1 & ;;
+	esac
+	sched_pid=$!
+	until [ "$(cat /sys/kernel/sched_ext/state)" = enabled ]; do
+		kill -0 $sched_pid 2> /dev/null || {
+			echo "$name did not start" >&2
+			exit 1
+		}
+		sleep 0.05
+	done
+	[ "$name" = linger ] && "$AGENT" tag bench/guest guest > /dev/null
+	return 0
+}
+
+# Let what the last run left behind (a scheduler's unload, exiting
+# processes) finish before the next run's clock starts.
+settle() {
+	sync
+	sleep 0.5
+}
+
+# Unload the scheduler start_sched loaded and wait until sched_ext is off.
+stop_sched() {
+	[ -n "$sched_pid" ] || return 0
+	kill -TERM $sched_pid
+	wait $sched_pid
+	sched_pid=
+	until [ "$(cat /sys/kernel/sched_ext/state)" = disabled ]; do sleep 0.05; done
+}
