@@ -6,14 +6,15 @@
 # (the pinned builds from `cargo xtask bench`) for the cases that use them.
 CG=/sys/fs/cgroup
 
-# bench/idle (cpu.idle = 1) and bench/guest (labelled by scx_linger,
-# matched by the scx_layered config).
+# bench-idle (cpu.idle = 1) and bench/guest (labelled by scx_linger,
+# matched by the scx_layered config). The idle cgroup sits at the top
+# level, beside the primaries (in the root cgroup): cpu.idle makes a
+# cgroup idle against its siblings, so one nested in a normal cgroup
+# would still compete with the primaries at full weight.
 setup_cgroups() {
 	echo +cpu > $CG/cgroup.subtree_control
-	mkdir -p $CG/bench
-	echo +cpu > $CG/bench/cgroup.subtree_control
-	mkdir -p $CG/bench/idle $CG/bench/guest
-	echo 1 > $CG/bench/idle/cpu.idle || exit 1
+	mkdir -p $CG/bench-idle $CG/bench/guest
+	echo 1 > $CG/bench-idle/cpu.idle || exit 1
 }
 
 # Copy the workload binaries (BIN) to a tmpfs and point BIN there: run
@@ -45,7 +46,7 @@ as_guest() {
 	none) exec "$@" ;;
 	nice19) exec nice -n 19 "$@" ;;
 	sched_idle) exec chrt --idle 0 "$@" ;;
-	cpu_idle) run_in $CG/bench/idle "$@" ;;
+	cpu_idle) run_in $CG/bench-idle "$@" ;;
 	linger | layered) run_in $CG/bench/guest "$@" ;;
 	*) echo "as_guest: unknown policy $how" >&2; exit 1 ;;
 	esac
