@@ -261,8 +261,42 @@ pub fn rotation_views(table: &Table, tai: Duration) -> Vec<RotationView> {
 pub fn online_cpus() -> u32 {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()
-        .and_then(|s| scx_utils::read_cpulist(s.trim()).ok())
-        .map(|cpus| cpus.len() as u32)
+        .and_then(|s| count_cpulist(&s))
         .filter(|n| *n > 0)
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get() as u32))
+}
+
+/// How many CPUs a kernel cpulist ("0-3,8,10-11") names; None if it is
+/// not one. Read every second, so parsed by hand: scx_utils'
+/// read_cpulist builds a regex on every call, which made this most of
+/// what the agent did each second.
+pub fn count_cpulist(list: &str) -> Option<u32> {
+    let mut n = 0u32;
+    for group in list.trim().trim_end_matches('\0').split(',') {
+        let (lo, hi) = match group.split_once('-') {
+            Some((lo, hi)) => (lo.parse::<u32>().ok()?, hi.parse::<u32>().ok()?),
+            None => {
+                let cpu = group.parse::<u32>().ok()?;
+                (cpu, cpu)
+            }
+        };
+        n = n.checked_add(hi.checked_sub(lo)?.checked_add(1)?)?;
+    }
+    Some(n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count_cpulist;
+
+    #[test]
+    fn cpulists_are_counted_as_the_kernel_writes_them() {
+        assert_eq!(count_cpulist("0\n"), Some(1));
+        assert_eq!(count_cpulist("0-3"), Some(4));
+        assert_eq!(count_cpulist("0-3,8,10-11\n"), Some(7));
+        assert_eq!(count_cpulist("0-1\0"), Some(2));
+        for bad in ["", "x", "3-1", "0-", "1,,2", "0-4294967295,1-4294967295"] {
+            assert_eq!(count_cpulist(bad), None, "{bad:?}");
+        }
+    }
 }
