@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! `cargo xtask bench`: primary quality of service beside guests, under
-//! the policies an operator has today and under scx_linger, each figure a
-//! ratio against a baseline measured in the same guest boot.
+//! `cargo xtask bench`: the seed paper's experiments (Stiehr & Chamberlain
+//! 2006) under the policies an operator has today, under scx_layered and
+//! under scx_linger, each figure a ratio against a baseline measured in
+//! the same guest boot: primary quality of service beside guests (group
+//! B, here), then job queues (group C, bench_queue.rs).
 //!
 //! The guest runs with QEMU's `-icount shift=3,sleep=off`: its clock
 //! follows instruction counts, so the host's noise drops out and a run
 //! repeats to about 0.01 s. Emulation models no caches, so cache effects are
-//! not captured. Results go to bench/results/qos-<N>cpu.md.
+//! not captured. Results go to bench/results/.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -45,7 +47,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub parallel: bool,
     /// Measure gang scheduling instead (bench/gang.sh): spinning-barrier
-    /// jobs under EEVDF and as scx_linger gangs, on parallel TCG with the
+    /// jobs under EEVDF, scx_bpfland and as scx_linger gangs, on parallel TCG with the
     /// largest --cpus given (at least 2).
     #[arg(long)]
     pub gang: bool,

@@ -43,7 +43,8 @@ enum Command {
     Test(test::TestArgs),
     /// The README's main job: boot the guest, load scx_linger, show it work.
     Demo(demo::DemoArgs),
-    /// Primary QoS beside guests under each policy (icount guest).
+    /// The seed paper's experiments under each policy (icount guest): primary
+    /// QoS beside guests, then job-queue throughput, efficiency and turnaround.
     Bench(bench::BenchArgs),
 }
 
