@@ -82,8 +82,10 @@ start_sched() {
 		}
 		sleep 0.05
 	done
-	[ "$name" = linger ] && "$AGENT" tag bench/guest guest > /dev/null
-	return 0
+	# Label the guests' cgroup, where the script made one.
+	if [ "$name" = linger ] && [ -d $CG/bench/guest ]; then
+		"$AGENT" tag bench/guest guest > /dev/null || exit 1
+	fi
 }
 
 # Let what the last run left behind (a scheduler's unload, exiting
