@@ -13,6 +13,13 @@
  *
  * Tasks cache their cgroup's weight: cgroup_move sets it, and a weight
  * change bumps weight_gen so that tasks refresh it at their next stop.
+ *
+ * Kernel threads are charged at no less than the default weight, whatever
+ * their nice. khugepaged runs at nice 19 (weight 1 here, 100 times the
+ * vtime per nanosecond): under the stress-ng soak it fell so far behind
+ * the clock that, preempted inside an RCU read-side section, it held up
+ * RCU for 21 s; the kernel reported a stall and ended the scheduler. A
+ * kernel thread is the node's own housekeeping, not a job to rank.
  */
 #ifndef __SCX_LINGER_WEIGHT_BPF_H
 #define __SCX_LINGER_WEIGHT_BPF_H
@@ -58,6 +65,8 @@ static u64 task_weight(struct task_struct *p, struct task_ctx *tctx, bool refres
 {
 	u64 w = p->scx.weight;
 
+	if ((p->flags & PF_KTHREAD) && w < 100)
+		w = 100;
 	if (!tctx)
 		return w ? w : 1;
 	if (refresh && tctx->wgen != weight_gen) {
