@@ -1,222 +1,34 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * account.bpf.h - where the CPU time goes, for the operator's view.
- *
- * Two questions an operator of a shared node asks (NCSA's load limiter
- * answered them for its users): do guests really take only the idle
- * cycles, and what does each job use? So the scheduler accounts:
- *
- *  - per class (primary, guest, gang, guest gang): CPU time, how often a
- *    task started running, and its run delay (ready to running) as a sum
- *    and a log2 histogram, in a per-CPU map: each CPU adds to its own
- *    copy, so this costs no shared cache line on the hot path;
- *  - per job (the labelled cgroup a task's class comes from, else its
- *    top-level cgroup): CPU time, threads runnable and running now, the
- *    most threads that ever ran at once (the job's high-water mark of
- *    CPUs, which tells a user what size to ask for next time), and a run
- *    delay histogram. A job's counters are shared by its own threads only.
- *
- * The clock is read once per running() and stopping(); run_start is kept
- * even with accounting off, since gangs charge their members by it.
+ * account.bpf.h - where the CPU time goes, per class and per job.
+ * Design: account.bpf.c.
  */
 #ifndef __SCX_LINGER_ACCOUNT_BPF_H
 #define __SCX_LINGER_ACCOUNT_BPF_H
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, u32);
-	__type(value, struct linger_cpu_acct);
-	__uint(max_entries, 1);
-} cpu_accts SEC(".maps");
+#include "linger.bpf.h"
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__type(key, u64);	/* the job's cgroup id */
-	__type(value, struct linger_job_acct);
-	__uint(max_entries, LINGER_MAX_JOBS);
-} job_accts SEC(".maps");
+struct task_ctx;
 
-/* What a new job's entry starts from (too big for the BPF stack). */
-static struct linger_job_acct job_acct_zero;
+/* A task's accounting, written by account.bpf.c only. */
+struct acct_task {
+	u64	run_start;	/* when it last started running (kept with accounting off: gangs charge by it) */
+	u64	ready_at;	/* when it last became ready to run (run delay) */
+	u64	runnable_job;	/* job whose nr_runnable counts this task */
+	u64	running_job;	/* job whose nr_running counts this task */
+};
 
-static struct linger_cpu_acct *lookup_cpu_acct(void)
-{
-	u32 zero = 0;
-
-	return bpf_map_lookup_elem(&cpu_accts, &zero);
-}
-
-/* The job's entry, created at its first event; NULL if the map is full. */
-static struct linger_job_acct *lookup_job_acct(u64 job)
-{
-	struct linger_job_acct *ja;
-
-	if (!job)
-		return NULL;
-	ja = bpf_map_lookup_elem(&job_accts, &job);
-	if (ja)
-		return ja;
-	bpf_map_update_elem(&job_accts, &job, &job_acct_zero, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&job_accts, &job);
-}
-
-/* What @tctx's CPU time counts as: its class, gangs apart. */
-static u32 task_acct(const struct task_ctx *tctx)
-{
-	bool guest = tctx && tctx->class == LINGER_CLASS_GUEST;
-
-	if (tctx && tctx->gang)
-		return guest ? LINGER_ACCT_GUEST_GANG : LINGER_ACCT_GANG;
-	return guest ? LINGER_ACCT_GUEST : LINGER_ACCT_PRIMARY;
-}
-
-/* quiescent(): the task no longer wants a CPU. */
-static void account_quiescent(struct task_ctx *tctx)
-{
-	struct linger_job_acct *ja;
-	u64 job;
-
-	if (!tctx || !tctx->runnable_job)
-		return;
-	job = tctx->runnable_job;
-	tctx->runnable_job = 0;
-	ja = bpf_map_lookup_elem(&job_accts, &job);
-	if (ja)
-		__sync_fetch_and_sub(&ja->nr_runnable, 1);
-}
-
-/*
- * Count the task as runnable in its current job. A task can change jobs
- * while it stays runnable (moved to another cgroup, relabelled) and a
- * spinning one may never pass runnable() again, so running() re-homes
- * the count too.
- */
-static void account_count_runnable(struct task_ctx *tctx)
-{
-	struct linger_job_acct *ja;
-
-	if (tctx->runnable_job == tctx->job)
-		return;
-	account_quiescent(tctx);
-	ja = lookup_job_acct(tctx->job);
-	if (ja) {
-		__sync_fetch_and_add(&ja->nr_runnable, 1);
-		tctx->runnable_job = tctx->job;
-	}
-}
-
-/* runnable(): the task waits for a CPU from now on. */
-static void account_runnable(struct task_ctx *tctx, u64 now)
-{
-	if (!accounting || !tctx)
-		return;
-	tctx->ready_at = now;
-	account_count_runnable(tctx);
-}
-
+/* runnable(): it waits for a CPU from @now. */
+void account_runnable(struct task_ctx *tctx, u64 now);
 /* running(): its run delay ends, its run begins. */
-static void account_running(struct task_ctx *tctx, u64 now)
-{
-	struct linger_cpu_acct *ca;
-	struct linger_job_acct *ja;
-	u32 acct = task_acct(tctx);
-	u64 delay = 0;
-	s64 nr;
-
-	if (!tctx)
-		return;
-	tctx->run_start = now;
-	if (!accounting)
-		return;
-	if (tctx->ready_at && !time_before(now, tctx->ready_at))
-		delay = now - tctx->ready_at;
-	tctx->ready_at = 0;
-	account_count_runnable(tctx);
-
-	ca = lookup_cpu_acct();
-	if (ca && acct < LINGER_NR_ACCTS) {
-		ca->runs[acct]++;
-		ca->delay_ns[acct] += delay;
-		hist_add(ca->delay_hist[acct], delay);
-	}
-
-	ja = lookup_job_acct(tctx->job);
-	if (!ja)
-		return;
-	__sync_fetch_and_add(&ja->runs, 1);
-	hist_add(ja->delay_hist, delay);
-	if (!tctx->running_job) {
-		tctx->running_job = tctx->job;
-		nr = __sync_add_and_fetch(&ja->nr_running, 1);
-		/* A racing update may lose a step here; the next run fixes it. */
-		if (nr > 0 && (u64)nr > ja->running_hw)
-			ja->running_hw = nr;
-	}
-}
-
-/*
- * Charge what the task ran since run_start to its class and job, and
- * start counting afresh. Called when it stops, and when dispatch() lets
- * it keep its CPU for another slice (no stopping()/running() pair then):
- * a task that holds a CPU for seconds shows up slice by slice, not in one
- * lump when it finally stops. Returns the time charged.
- */
-static u64 account_checkpoint(struct task_ctx *tctx, u64 now)
-{
-	struct linger_cpu_acct *ca;
-	struct linger_job_acct *ja;
-	u32 acct = task_acct(tctx);
-	u64 ran, job;
-
-	if (!tctx || !tctx->run_start || time_before(now, tctx->run_start))
-		return 0;
-	ran = now - tctx->run_start;
-	tctx->run_start = now;
-	if (!accounting)
-		return ran;
-
-	ca = lookup_cpu_acct();
-	if (ca && acct < LINGER_NR_ACCTS)
-		ca->cpu_ns[acct] += ran;
-	job = tctx->running_job;
-	ja = job ? bpf_map_lookup_elem(&job_accts, &job) : NULL;
-	if (ja)
-		__sync_fetch_and_add(&ja->cpu_ns, ran);
-	return ran;
-}
-
-/*
- * stopping(): charge the run to the task's class and job. @runnable: it
- * is still ready to run (preempted, slice over), so it waits from now.
- * Returns the length of the run's last stretch.
- */
-static u64 account_stopping(struct task_ctx *tctx, bool runnable, u64 now)
-{
-	struct linger_job_acct *ja;
-	u64 ran = account_checkpoint(tctx, now), job;
-
-	if (!tctx)
-		return 0;
-	tctx->run_start = 0;
-	if (!accounting)
-		return ran;
-	if (runnable)
-		tctx->ready_at = now;
-	job = tctx->running_job;
-	tctx->running_job = 0;
-	ja = job ? bpf_map_lookup_elem(&job_accts, &job) : NULL;
-	if (ja)
-		__sync_fetch_and_sub(&ja->nr_running, 1);
-	return ran;
-}
-
-/* CPU time non-members ran during primary gang slots (see gang.bpf.h). */
-static void account_backfill(u64 ran)
-{
-	struct linger_cpu_acct *ca = lookup_cpu_acct();
-
-	if (accounting && ca)
-		ca->backfill_ns += ran;
-}
+void account_running(struct task_ctx *tctx, u64 now);
+/* Charge its run so far and start afresh; returns the time charged. */
+u64 account_checkpoint(struct task_ctx *tctx, u64 now);
+/* stopping(): charge its run; @runnable: it waits again from @now. */
+u64 account_stopping(struct task_ctx *tctx, bool runnable, u64 now);
+/* quiescent(): it no longer wants a CPU. */
+void account_quiescent(struct task_ctx *tctx);
+/* CPU time non-members ran during primary gang slots. */
+void account_backfill(u64 ran);
 
 #endif /* __SCX_LINGER_ACCOUNT_BPF_H */

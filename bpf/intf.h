@@ -16,15 +16,48 @@ typedef long long s64;
 #endif
 
 /*
- * Scheduling classes, highest first. A task's class decides which shared
- * dispatch queue (DSQ) it waits in; the DSQ id is the class number, so the
- * two can never drift apart. The numbers are also the values of the
- * cgrp_class map (cgroup id -> class) that the agent fills from labels.
+ * The classes operators label cgroups with: the one definition of that
+ * vocabulary. The agent takes the values and their order from here
+ * (bindgen), a label map entry carries one, and the per-class accounting
+ * arrays are indexed by them.
+ *
+ * Bit 0 is the tier, between which priority is strict: primary work
+ * (owners' jobs, system daemons, kernel threads) first, guest work only
+ * on cycles primaries leave idle (Linger-Longer). Bit 1 marks a gang, a
+ * parallel job whose threads are co-scheduled in time slots; a guest
+ * gang is co-scheduled in what primaries leave idle.
  */
 enum linger_class {
-	LINGER_CLASS_PRIMARY	= 0,	/* owners' jobs, system daemons, kthreads */
-	LINGER_CLASS_GUEST	= 1,	/* runs only on cycles primaries leave idle */
-	LINGER_NR_CLASSES	= 2,
+	LINGER_CLASS_PRIMARY	= 0,
+	LINGER_CLASS_GUEST	= 1,
+	LINGER_CLASS_GANG	= 2,
+	LINGER_CLASS_GUEST_GANG	= 3,
+	LINGER_NR_CLASSES	= 4,
+
+	LINGER_CLASS_TIER_MASK	= 1,
+	LINGER_CLASS_GANG_BIT	= 2,
+};
+
+/*
+ * The strict-priority tiers, a class's bit 0. Each has one shared
+ * dispatch queue (DSQ) whose id is the tier number, so the two can never
+ * drift apart, and a gang rotation of its own.
+ */
+enum linger_tier {
+	LINGER_TIER_PRIMARY	= LINGER_CLASS_PRIMARY,
+	LINGER_TIER_GUEST	= LINGER_CLASS_GUEST,
+	LINGER_NR_TIERS		= 2,
+};
+
+/*
+ * A gang as labels, task state and per-CPU state refer to it: 0 for "no
+ * gang", so that zero-filled state means none; gang number g is
+ * g + LINGER_GANG_REF_BASE. Encoded and decoded only by gang_ref() and
+ * gang_of_ref() (bpf/gang.bpf.h) and gangs::table::GangRef in the agent.
+ */
+enum linger_gang_ref {
+	LINGER_GANG_NONE	= 0,
+	LINGER_GANG_REF_BASE	= 1,
 };
 
 enum linger_consts {
@@ -41,7 +74,13 @@ enum linger_consts {
 	LINGER_MAX_GANGS	= 64,
 	/* DSQ of gang g (0-based) is LINGER_GANG_DSQ_BASE + g. */
 	LINGER_GANG_DSQ_BASE	= 256,
-	/* log2 buckets of the skew, switch-latency and run-delay histograms (ns). */
+	/*
+	 * Buckets of every histogram the BPF side keeps (run delay, gang
+	 * skew, slot switch latency): bucket b counts values in
+	 * [2^b, 2^(b+1)) ns, 0 and 1 ns share bucket 0, and the last bucket
+	 * also holds everything above 2^LINGER_HIST_BUCKETS ns. Filled by
+	 * hist_bucket() (bpf/lib/pure.h), read back by observe/histogram.rs.
+	 */
 	LINGER_HIST_BUCKETS	= 32,
 	/* Jobs (cgroups) the per-job accounting map can hold. */
 	LINGER_MAX_JOBS		= 16384,
@@ -49,12 +88,13 @@ enum linger_consts {
 
 /*
  * The value of a cgrp_class entry: a labelled cgroup's class and, for a
- * gang, which gang it is. Gang numbers are handed out by the agent, which
- * keeps them stable while the gang's cgroup exists.
+ * numbered gang, which gang it is. Gang numbers are handed out by the
+ * agent, which keeps them stable while the gang's cgroup exists; a gang
+ * without a number (the table is full) runs as ordinary work of its tier.
  */
 struct linger_label {
-	u32	class;		/* enum linger_class: the gang's tier, if a gang */
-	u32	gang;		/* 0: not a gang; else gang number + 1 */
+	u32	class;		/* enum linger_class */
+	u32	gang;		/* enum linger_gang_ref: which gang, if a gang */
 };
 
 /*
@@ -90,7 +130,7 @@ struct linger_rotation {
  * runnable together before the slot must leave some gang out.
  */
 struct linger_gang_table {
-	struct linger_rotation tiers[LINGER_NR_CLASSES];
+	struct linger_rotation tiers[LINGER_NR_TIERS];
 	u32	nr_cpus;
 	u32	pad;
 };
@@ -115,30 +155,19 @@ struct linger_gang_stats {
 };
 
 /*
- * What CPU time is accounted to: the class a task's label gives it, with
- * gangs apart from ordinary work of their tier. The values match the
- * labels operators write (primary, guest, gang, guest-gang).
- */
-enum linger_acct {
-	LINGER_ACCT_PRIMARY	= 0,
-	LINGER_ACCT_GUEST	= 1,
-	LINGER_ACCT_GANG	= 2,
-	LINGER_ACCT_GUEST_GANG	= 3,
-	LINGER_NR_ACCTS		= 4,
-};
-
-/*
- * Per-CPU accounting (array map cpu_accts, one entry, per-CPU): each CPU
+ * Per-CPU accounting (array map cpu_accts, one entry, per-CPU), indexed
+ * by enum linger_class (a gang's time apart from its tier's ordinary
+ * work): each CPU
  * adds to its own copy only, so the hot path shares no cache line; the
  * agent sums the CPUs. Run delay is the time from becoming ready to run
  * (a wake-up, or a preemption that left the task runnable) to running,
  * the same interval the kernel's schedstat run_delay sums.
  */
 struct linger_cpu_acct {
-	u64	cpu_ns[LINGER_NR_ACCTS];
-	u64	runs[LINGER_NR_ACCTS];		/* times a task started running */
-	u64	delay_ns[LINGER_NR_ACCTS];	/* sum of run delays */
-	u64	delay_hist[LINGER_NR_ACCTS][LINGER_HIST_BUCKETS];
+	u64	cpu_ns[LINGER_NR_CLASSES];
+	u64	runs[LINGER_NR_CLASSES];		/* times a task started running */
+	u64	delay_ns[LINGER_NR_CLASSES];	/* sum of run delays */
+	u64	delay_hist[LINGER_NR_CLASSES][LINGER_HIST_BUCKETS];
 	u64	backfill_ns;	/* non-members on CPUs during primary gang slots */
 };
 

@@ -2,51 +2,49 @@
 /*
  * scx_linger - a sched_ext scheduler for shared compute nodes.
  *
- * Two classes share the machine with strict priority between them:
+ * Two tiers share the machine with strict priority between them:
  *
  *  - primary: the owners' jobs, system daemons, kernel threads.
  *  - guest: jobs that may only soak up the cycles primaries leave idle
  *    (Linger-Longer; Stiehr & Chamberlain 2006). A guest never runs on a
  *    CPU while a primary that could use that CPU waits.
  *
- * Each class has one shared dispatch queue (DSQ) ordered by virtual time
- * (vtime): a task's vtime advances by the CPU time it used, divided by its
- * weight (nice times its cgroup's cpu.weight), so within a class heavier
- * tasks get proportionally more CPU. A CPU that needs work takes the
- * smallest-vtime task of the highest class that has one; a primary whose
- * slice ended keeps its CPU unless a primary with a smaller vtime waits.
+ * Within a tier, tasks share CPU by weighted virtual time (vtime.bpf.c).
+ * Gangs, parallel jobs of either tier, run their threads together in
+ * clock-aligned slots (gang.bpf.c).
  *
  *  - A waking primary that finds an idle CPU goes straight to that CPU's
  *    local DSQ. Else, if a CPU it may use runs a guest, it goes to that
  *    CPU and preempts the guest on arrival; else it queues, and a CPU that
- *    starts running a guest meanwhile is kicked (preempt.bpf.h). Guests
+ *    starts running a guest meanwhile is kicked (preempt.bpf.c). Guests
  *    always go through the guest DSQ, so a CPU choosing its next task
  *    always sees waiting primaries first.
  *  - Per-CPU primaries (kworkers, ksoftirqd, pinned tasks) go straight to
  *    their CPU's local DSQ, where they run before anything queued in a
- *    class DSQ: they must not wait behind a compute job's long slice.
- *  - Starved guests get a bounded trickle of CPU (guard.bpf.h), so the
+ *    tier DSQ: they must not wait behind a compute job's long slice.
+ *  - Starved guests get a bounded trickle of CPU (guard.bpf.c), so the
  *    kernel's watchdog never sees a task wait too long and a guest holding
  *    something a primary needs always gets through.
  *
  * Which class a task is in comes from labels on its cgroup
- * (classify.bpf.h); the agent keeps those in a map.
+ * (classify.bpf.c); the agent keeps those in a map.
+ *
+ * This unit holds the tunables and the sched_ext ops, and nothing else:
+ * each op says when the kernel calls it and what holds there, then hands
+ * each concern to its unit.
  */
-#include <scx/common.bpf.h>
-#include "intf.h"
+#include "ctx.bpf.h"
+#include "preempt.bpf.h"
+#include "reclassify.bpf.h"
+#include "stats.bpf.h"
 
 char _license[] SEC("license") = "GPL";
-
-/*
- * Tunables. The agent writes them before load; they are constant for the
- * life of the BPF program, which lets the verifier prune dead branches.
- */
 
 /*
  * Slice of CPU a primary may run before its CPU looks for other work. Long:
  * compute jobs lose cache and TLB state at every switch, and on a batch
  * node throughput matters more than interactivity (Kolivas). Only a higher
- * class preempts; within the class, the slice end is the switch point.
+ * tier preempts; within the tier, the slice end is the switch point.
  */
 const volatile u64 primary_slice_ns = LINGER_DEFAULT_PRIMARY_SLICE_US * 1000;
 
@@ -59,7 +57,7 @@ const volatile u64 guest_slice_ns = LINGER_DEFAULT_GUEST_SLICE_US * 1000;
 
 /*
  * Starvation guard: when guests have waited this long with no guest
- * dispatched, a CPU gives one of them guard_slice_ns (see guard.bpf.h).
+ * dispatched, a CPU gives one of them guard_slice_ns (see guard.bpf.c).
  */
 const volatile u64 guard_interval_ns = LINGER_DEFAULT_GUARD_INTERVAL_MS * 1000000;
 const volatile u64 guard_slice_ns = LINGER_DEFAULT_GUARD_SLICE_US * 1000;
@@ -86,174 +84,32 @@ const volatile u64 watchdog_ns = LINGER_DEFAULT_WATCHDOG_MS * 1000000;
 const volatile u32 default_class = LINGER_CLASS_PRIMARY;
 
 /*
- * Per-class and per-job accounting for the operator's view (account.bpf.h).
+ * Per-class and per-job accounting for the operator's view (account.bpf.c).
  * Off, the scheduler decides the same way; only the figures are missing.
  * It exists so that the cost of counting can be measured.
  */
 const volatile bool accounting = true;
 
-/*
- * Testing only (the agent's hidden --debug-fail-after-ms): this long after
- * init, fail with scx_bpf_error(), so that the agent's handling of a
- * scheduler error (report, back-off, restart, give up) can be staged on a
- * real kernel. 0: never.
- */
-const volatile u64 debug_fail_after_ns = 0;
-static u64 initialised_at;
-
 /* Exit information the agent reports when the scheduler stops. */
 UEI_DEFINE(uei);
 
 /*
- * Per-class vtime clocks: the vtime of the task of that class that most
- * recently started running. New and waking tasks are placed against it.
+ * select_cpu: @p is waking up (or was just forked or exec'd) and is not on
+ * any queue yet. The kernel moves it to the CPU returned, and a task
+ * inserted into SCX_DSQ_LOCAL here is dispatched there at once and skips
+ * enqueue(). Runs on the waker's CPU, so it may look at other CPUs only
+ * through their shared state (idle masks, guest_cpus).
  */
-static u64 vtime_now[LINGER_NR_CLASSES];
-
-/* Per-CPU state, touched only by its own CPU. */
-struct cpu_ctx {
-	u64	last_grant;	/* when this CPU last made a guard grant */
-	bool	grant_pending;	/* the guest being moved here is a grant */
-	bool	relief_pending;	/* the primary being moved here is a relief */
-	u64	relief_end;	/* this CPU's relief turn lasts until then */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, u32);
-	__type(value, struct cpu_ctx);
-	__uint(max_entries, 1);
-} cpu_ctxs SEC(".maps");
-
-static struct cpu_ctx *lookup_cpu_ctx(void)
-{
-	u32 zero = 0;
-
-	return bpf_map_lookup_elem(&cpu_ctxs, &zero);
-}
-
-static u64 class_slice(u32 class)
-{
-	return class == LINGER_CLASS_GUEST ? guest_slice_ns : primary_slice_ns;
-}
-
-static u64 *class_vtime_now(u32 class)
-{
-	return &vtime_now[class < LINGER_NR_CLASSES ? class : 0];
-}
-
-#include "stats.bpf.h"
-#include "classify.bpf.h"
-#include "account.bpf.h"
-#include "preempt.bpf.h"
-#include "weight.bpf.h"
-
-/*
- * The vtime a task queues with. Normally its own: that is what makes
- * weights work. But vtime is only comparable within a class, so a task
- * whose class changed since it last queued starts level with its new
- * class's clock. (Sleepers are handled in runnable().)
- */
-static u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx,
-			    u32 class)
-{
-	u64 vtime = p->scx.dsq_vtime;
-
-	/*
-	 * Load the task's vtime before deciding: otherwise clang may merge the
-	 * two loads into one instruction on two kinds of pointer, which the
-	 * verifier rejects.
-	 */
-	barrier_var(vtime);
-	if (tctx && tctx->vclass != class) {
-		tctx->vclass = class;
-		vtime = *class_vtime_now(class);
-	}
-	return vtime;
-}
-
-/*
- * The vtime @p will have once charged for what it used of its current
- * slice, inversely to its weight (nice and cpu.weight, see weight.bpf.h):
- * at the default weight of 100, one nanosecond of CPU costs one nanosecond
- * of vtime. @refresh: see task_weight().
- */
-static u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
-			 bool refresh)
-{
-	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
-	u64 slice = class_slice(class);
-
-	if (tctx && tctx->granted)
-		slice = guard_slice_ns;
-	else if (tctx && tctx->relief_slice)
-		slice = tctx->relief_slice;
-	/* A slice can be refilled above the default; never charge < 0. */
-	u64 used = p->scx.slice < slice ? slice - p->scx.slice : 0;
-
-	return p->scx.dsq_vtime + used * 100 / task_weight(p, tctx, refresh);
-}
-
-/*
- * Let @prev run another slice: charge it for the one it just used first
- * (no stopping()/running() pair happens in between).
- */
-static void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran);
-
-static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
-			 s32 cpu)
-{
-	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
-
-	/* The figures see the slice it ran, before the next one begins. */
-	gang_charge_run(cpu, tctx, account_checkpoint(tctx, scx_bpf_now()));
-	prev->scx.dsq_vtime = charged_vtime(prev, tctx, false);
-	if (tctx) {
-		tctx->granted = false;
-		tctx->relief_slice = 0;
-	}
-	prev->scx.slice = class_slice(class);
-	mark_guest_cpu(cpu, class == LINGER_CLASS_GUEST);
-	stat_inc(LINGER_STAT_KEEP_PREV);
-}
-
-/* Does the first task queued on @dsq come before @vtime? */
-static bool dsq_head_before(u64 dsq, u64 vtime)
-{
-	struct task_struct *q;
-	bool before = false;
-
-	bpf_for_each(scx_dsq, q, dsq, 0) {
-		before = time_before(q->scx.dsq_vtime, vtime);
-		break;
-	}
-	return before;
-}
-
-/* See debug_fail_after_ns. Called from the gang timer, which always ticks. */
-static void debug_staged_failure(u64 now)
-{
-	if (debug_fail_after_ns && now - initialised_at >= debug_fail_after_ns)
-		scx_bpf_error("staged failure (--debug-fail-after-ms), as a test asked");
-}
-
-#include "gang.bpf.h"
-#include "gang_admit.bpf.h"
-#include "gang_clock.bpf.h"
-#include "gang_run.bpf.h"
-#include "guard.bpf.h"
-#include "reclassify.bpf.h"
-
 s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 		   u64 wake_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	u32 class = task_class(p, tctx);
+	u32 tier = task_tier(p, tctx);
 	bool is_idle = false;
 	s32 cpu;
 
 	/* Gang members are placed by enqueue(), in step with their slot. */
-	if (sched_gang(tctx))
+	if (sched_gang(tctx) != LINGER_GANG_NONE)
 		return prev_cpu;
 
 	/*
@@ -264,7 +120,7 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 	 * that arrived in the meantime first.
 	 */
 	cpu = scx_bpf_select_cpu_dfl(p, prev_cpu, wake_flags, &is_idle);
-	if (class != LINGER_CLASS_PRIMARY)
+	if (tier != LINGER_TIER_PRIMARY)
 		return cpu;
 	if (is_idle) {
 		stat_inc(LINGER_STAT_DIRECT_IDLE);
@@ -288,20 +144,28 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 	return prev_cpu;
 }
 
+/*
+ * enqueue: @p is ready to run and select_cpu() did not dispatch it: it
+ * woke without a free CPU, or its slice ended and it is still runnable,
+ * or it was preempted (SCX_ENQ_PREEMPT), re-enqueued from a CPU a higher
+ * class took (SCX_ENQ_REENQ), or never passed select_cpu() at all. It
+ * must end up in some DSQ; runnable() has already been called for it if
+ * it woke.
+ */
 void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	u32 class = task_class(p, tctx);
+	u32 tier = task_tier(p, tctx);
 	u32 gang = sched_gang(tctx);
 	s32 cpu;
 
 	if (tctx)
 		gang_count_runnable(tctx);
-	if (gang && tctx) {
+	if (gang != LINGER_GANG_NONE && tctx) {
 		gang_enqueue(p, tctx, gang, enq_flags);
 		return;
 	}
-	if (class == LINGER_CLASS_PRIMARY) {
+	if (tier == LINGER_TIER_PRIMARY) {
 		/*
 		 * A primary that can only run on the CPU it is on gains nothing
 		 * from the shared queue: give it that CPU's local DSQ, and take
@@ -320,16 +184,15 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 		stat_inc(LINGER_STAT_ENQ_PRIMARY);
 		if (tctx)
-			tctx->queued_at = scx_bpf_now();
-		scx_bpf_dsq_insert_vtime(p, LINGER_CLASS_PRIMARY, primary_slice_ns,
-					 task_queue_vtime(p, tctx, class), enq_flags);
+			tctx->relief.queued_at = scx_bpf_now();
+		scx_bpf_dsq_insert_vtime(p, LINGER_TIER_PRIMARY, primary_slice_ns,
+					 task_queue_vtime(p, tctx, tier), enq_flags);
 	} else {
-		u64 vtime = task_queue_vtime(p, tctx, class);
+		u64 vtime = task_queue_vtime(p, tctx, tier);
 
 		stat_inc(LINGER_STAT_ENQ_GUEST);
-		if (time_after(vtime, guest_vtime_tail))
-			guest_vtime_tail = vtime;
-		scx_bpf_dsq_insert_vtime(p, LINGER_CLASS_GUEST, guest_slice_ns,
+		guard_note_guest_queued(vtime);
+		scx_bpf_dsq_insert_vtime(p, LINGER_TIER_GUEST, guest_slice_ns,
 					 vtime, enq_flags);
 	}
 
@@ -345,10 +208,18 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	/* No idle CPU: a primary takes one from a guest. */
-	if (class == LINGER_CLASS_PRIMARY)
+	if (tier == LINGER_TIER_PRIMARY)
 		preempt_guest_for(p);
 }
 
+/*
+ * dispatch: @cpu's local DSQ is empty and it needs its next task. @prev
+ * is the task it ran (NULL if none, or if prev left the scheduler);
+ * still runnable if SCX_TASK_QUEUED is set, and then it keeps the CPU if
+ * its slice is refilled here. Tasks moved with scx_bpf_dsq_move_to_local()
+ * run next; if nothing is moved and prev is not refilled, the CPU goes
+ * idle (or runs prev once more if it is the only runnable task).
+ */
 void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 {
 	struct cpu_ctx *cctx = lookup_cpu_ctx();
@@ -361,7 +232,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	/* Starved guests first, but only as often as the guard allows. */
 	if (cctx && guard_due(cctx, now)) {
 		cctx->grant_pending = true;
-		if (scx_bpf_dsq_move_to_local(LINGER_CLASS_GUEST, 0) ||
+		if (scx_bpf_dsq_move_to_local(LINGER_TIER_GUEST, 0) ||
 		    guard_grant_guest_gang()) {
 			cctx->last_grant = now;
 			guard_note_guest_dispatch(now);
@@ -378,12 +249,12 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 		tctx = lookup_task_ctx(prev);
 		/*
 		 * An ordinary primary: not a guest, not a member of a slotted
-		 * gang. Its class is re-derived here, not taken from the cache:
+		 * gang. Its tier is re-derived here, not taken from the cache:
 		 * a task kept on its CPU slice after slice never passes
 		 * enqueue(), and it may have moved or been relabelled since.
 		 */
-		prev_ordinary = task_class(prev, tctx) == LINGER_CLASS_PRIMARY &&
-				!sched_gang(tctx);
+		prev_ordinary = task_tier(prev, tctx) == LINGER_TIER_PRIMARY &&
+				sched_gang(tctx) == LINGER_GANG_NONE;
 	} else {
 		prev = NULL;
 	}
@@ -394,7 +265,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 */
 	if (!gang_open && gang_relief(now))
 		return;
-	if (!gang_open && gang_dispatch(LINGER_CLASS_PRIMARY, cpu, prev, tctx, now))
+	if (!gang_open && gang_dispatch(LINGER_TIER_PRIMARY, cpu, prev, tctx, now))
 		return;
 
 	/*
@@ -403,12 +274,12 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 * handed to a guest (strict priority covers the task on the CPU too).
 	 */
 	if (prev_ordinary &&
-	    !dsq_head_before(LINGER_CLASS_PRIMARY, charged_vtime(prev, tctx, false))) {
+	    !queue_head_before(LINGER_TIER_PRIMARY, charged_vtime(prev, tctx, false))) {
 		keep_running(prev, tctx, cpu);
 		return;
 	}
 
-	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_PRIMARY, 0)) {
+	if (scx_bpf_dsq_move_to_local(LINGER_TIER_PRIMARY, 0)) {
 		stat_inc(LINGER_STAT_DISPATCH_PRIMARY);
 		return;
 	}
@@ -420,23 +291,23 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	}
 
 	/* The open phase: the next primary gang fills what ordinary work leaves. */
-	if (gang_open && gang_dispatch(LINGER_CLASS_PRIMARY, cpu, prev, tctx, now))
+	if (gang_open && gang_dispatch(LINGER_TIER_PRIMARY, cpu, prev, tctx, now))
 		return;
 
 	/*
 	 * No primary for this CPU. Announce that it is about to run a guest,
-	 * then look at the primary DSQ once more: see preempt.bpf.h for why
+	 * then look at the primary DSQ once more: see preempt.bpf.c for why
 	 * this order means no primary is ever left waiting behind a guest.
 	 */
 	mark_guest_cpu(cpu, true);
-	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_PRIMARY, 0)) {
+	if (scx_bpf_dsq_move_to_local(LINGER_TIER_PRIMARY, 0)) {
 		stat_inc(LINGER_STAT_DISPATCH_PRIMARY);
 		return;
 	}
 	/* Guests: those in the slot's guest gangs first, then the rest. */
-	if (gang_dispatch(LINGER_CLASS_GUEST, cpu, prev, tctx, now))
+	if (gang_dispatch(LINGER_TIER_GUEST, cpu, prev, tctx, now))
 		return;
-	if (scx_bpf_dsq_move_to_local(LINGER_CLASS_GUEST, 0)) {
+	if (scx_bpf_dsq_move_to_local(LINGER_TIER_GUEST, 0)) {
 		guard_note_guest_dispatch(now);
 		stat_inc(LINGER_STAT_DISPATCH_GUEST);
 		return;
@@ -446,78 +317,71 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 * Nothing is waiting. If the previous task still wants the CPU, let it
 	 * run another slice instead of going through the idle loop (unless it
 	 * is a gang member whose slot is over). It keeps running without a
-	 * new running() call, so fix the CPU's mark here.
+	 * new running() call, so keep_running() fixes the CPU's mark.
 	 */
 	if (prev && !waits_for_slot(tctx))
 		keep_running(prev, tctx, cpu);
 }
 
+/*
+ * runnable: @p became runnable: it woke up, or it is new. Called before
+ * select_cpu()/enqueue() for that wake-up, and paired with quiescent():
+ * a task whose slice ends while it stays runnable passes neither.
+ */
 void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	u32 class = task_class(p, tctx);
-	u64 floor = *class_vtime_now(class) - class_slice(class);
+	u32 tier = task_tier(p, tctx);
 
 	if (tctx)
 		gang_count_runnable(tctx);
 	account_runnable(tctx, scx_bpf_now());
-
-	/*
-	 * A task waking from sleep may bank at most one slice of vtime over
-	 * the tasks that kept running: enough to run soon, not enough to
-	 * monopolise the CPU after a long sleep. Tasks that stay runnable
-	 * (preempted, slice expired) keep their vtime untouched, so weights
-	 * hold exactly.
-	 */
-	if (time_before(p->scx.dsq_vtime, floor))
-		p->scx.dsq_vtime = floor;
+	vtime_wake(p, tier);
 }
 
+/*
+ * running: @p is about to run on this CPU (the one it runs on): its
+ * slice starts counting now. Every running() is followed by one
+ * stopping(); a task dispatch() keeps on its CPU passes neither.
+ */
 void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	struct cpu_ctx *cctx = lookup_cpu_ctx();
-	u32 class = tctx ? tctx->class : LINGER_CLASS_PRIMARY;
-	u64 *clock = class_vtime_now(class);
+	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	u64 now = scx_bpf_now();
 	bool granted = false;
 
 	if (cctx) {
-		if (class == LINGER_CLASS_GUEST && cctx->grant_pending && tctx) {
-			tctx->granted = true;
+		if (tier == LINGER_TIER_GUEST && cctx->grant_pending && tctx) {
+			tctx->guard.granted = true;
 			p->scx.slice = guard_slice_ns;
 		}
 		cctx->grant_pending = false;
-		if (class == LINGER_CLASS_PRIMARY && cctx->relief_pending && tctx) {
+		if (tier == LINGER_TIER_PRIMARY && cctx->relief_pending && tctx) {
 			/* What is left of this CPU's relief turn. */
-			tctx->relief_slice = time_before(now + RELIEF_MIN_SLICE_NS,
+			tctx->relief.slice = time_before(now + RELIEF_MIN_SLICE_NS,
 							 cctx->relief_end) ?
 					     cctx->relief_end - now : RELIEF_MIN_SLICE_NS;
-			p->scx.slice = tctx->relief_slice;
+			p->scx.slice = tctx->relief.slice;
 		}
 		cctx->relief_pending = false;
 	}
 	if (tctx)
-		granted = tctx->granted;
+		granted = tctx->guard.granted;
 
 	/* Only a guest that is not on a guard grant may be kicked off. */
-	mark_guest_cpu(scx_bpf_task_cpu(p), class == LINGER_CLASS_GUEST && !granted);
+	mark_guest_cpu(scx_bpf_task_cpu(p), tier == LINGER_TIER_GUEST && !granted);
 	account_running(tctx, now);
 	gang_note_running(scx_bpf_task_cpu(p), tctx, now);
-
-	/*
-	 * The class clock follows the vtime of whatever starts running, except
-	 * members of slotted gangs. They run by slot, not by vtime: one that
-	 * holds a CPU all slot long would drive the clock far ahead of the
-	 * ordinary tasks sharing the other CPUs, and every waking task, placed
-	 * no earlier than the clock minus a slice, would then wait behind all
-	 * of them for as long as the gang runs (measured: the kernel's own
-	 * watchdog work starved for 30 s, and the kernel ejected us).
-	 */
-	if (!sched_gang(tctx) && time_before(*clock, p->scx.dsq_vtime))
-		*clock = p->scx.dsq_vtime;
+	vtime_advance(p, tctx);
 }
 
+/*
+ * stopping: @p leaves this CPU: its slice ended, it was preempted, or it
+ * blocks. @runnable: it still wants a CPU (enqueue() follows); else
+ * quiescent() follows. p->scx.slice holds what is left of its slice.
+ */
 void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
@@ -526,16 +390,20 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	p->scx.dsq_vtime = charged_vtime(p, tctx, true);
 	gang_note_stopping(scx_bpf_task_cpu(p), tctx, ran);
 	if (tctx)
-		tctx->relief_slice = 0;
+		tctx->relief.slice = 0;
 
 	/* A guard grant sends its guest to the back of the guest queue. */
-	if (tctx && tctx->granted) {
-		tctx->granted = false;
-		if (time_before(p->scx.dsq_vtime, guest_vtime_tail))
-			p->scx.dsq_vtime = guest_vtime_tail + 1;
+	if (tctx && tctx->guard.granted) {
+		tctx->guard.granted = false;
+		guard_send_to_back(p);
 	}
 }
 
+/*
+ * quiescent: @p no longer wants a CPU (it sleeps, or it is leaving the
+ * scheduler). Paired with runnable(): what runnable() counted, this
+ * uncounts.
+ */
 void BPF_STRUCT_OPS(linger_quiescent, struct task_struct *p, u64 deq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
@@ -546,11 +414,11 @@ void BPF_STRUCT_OPS(linger_quiescent, struct task_struct *p, u64 deq_flags)
 }
 
 /*
- * A higher sched class (RT, deadline, stop) takes this CPU. Tasks waiting
- * in its local DSQ, and the one it ran, would wait until the CPU comes
- * back: send them through enqueue() again. For a gang member that means
- * moving to another CPU, so the gang keeps running together (as the
- * kernel's scx_pair example reacts for its pairs).
+ * cpu_release: a higher sched class (RT, deadline, stop) takes this CPU.
+ * Tasks waiting in its local DSQ, and the one it ran, would wait until the
+ * CPU comes back: send them through enqueue() again (SCX_ENQ_REENQ). For a
+ * gang member that means moving to another CPU, so the gang keeps running
+ * together (as the kernel's scx_pair example reacts for its pairs).
  */
 void BPF_STRUCT_OPS(linger_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
@@ -558,26 +426,41 @@ void BPF_STRUCT_OPS(linger_cpu_release, s32 cpu, struct scx_cpu_release_args *ar
 	scx_bpf_reenqueue_local();
 }
 
+/* cpu_acquire: this CPU is back from the higher class. */
 void BPF_STRUCT_OPS(linger_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
 {
 	gang_cpu_released(cpu, false);
 }
 
+/*
+ * enable: @p starts being scheduled by us: at load for every task, and
+ * for a new task once it is set up. init_task() has run for it already
+ * and may have run long before (at load for every task, and at fork,
+ * where it may sleep); enable() is where its vtime must be set, since
+ * from here on it is compared with the running tasks' vtimes.
+ */
 void BPF_STRUCT_OPS(linger_enable, struct task_struct *p)
 {
-	/* A task joining the scheduler starts level with the primaries. */
-	p->scx.dsq_vtime = vtime_now[LINGER_CLASS_PRIMARY];
+	vtime_enable(p);
 }
 
+/*
+ * init_task: @p is about to be scheduled by us, at load (every existing
+ * task) or at fork. Sleepable: the one place where its state can be
+ * allocated, so that every later op finds it. Failing fails the fork (or
+ * the load).
+ */
 s32 BPF_STRUCT_OPS(linger_init_task, struct task_struct *p,
 		   struct scx_init_task_args *args)
 {
-	if (!bpf_task_storage_get(&task_ctxs, p, 0,
-				  BPF_LOCAL_STORAGE_GET_F_CREATE))
-		return -ENOMEM;
-	return 0;
+	return create_task_ctx(p) ? 0 : -ENOMEM;
 }
 
+/*
+ * cgroup_init, cgroup_set_weight: a cgroup's cpu.weight, for cgroups with
+ * the cpu controller enabled (every existing one at load, then new ones
+ * and changes).
+ */
 s32 BPF_STRUCT_OPS(linger_cgroup_init, struct cgroup *cgrp,
 		   struct scx_cgroup_init_args *args)
 {
@@ -590,26 +473,30 @@ void BPF_STRUCT_OPS(linger_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 	set_cgroup_weight(cgrp, weight);
 }
 
+/*
+ * cgroup_move: @p moved from @from to @to, through the cpu controller
+ * (moves elsewhere in the tree come through the cgroup_attach_task
+ * tracepoint: reclassify.bpf.c). Its cgroup's weight changes with it.
+ */
 void BPF_STRUCT_OPS(linger_cgroup_move, struct task_struct *p,
 		    struct cgroup *from, struct cgroup *to)
 {
-	struct task_ctx *tctx = lookup_task_ctx(p);
-
-	if (tctx) {
-		tctx->cgw = cgroup_weight(to);
-		tctx->wgen = weight_gen;
-	}
+	weight_note_move(lookup_task_ctx(p), to);
 }
 
+/*
+ * init: sleepable, before any task is scheduled by us: create the DSQs
+ * (one per tier, one per gang), the guest CPU mask and the slot timer.
+ */
 s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 {
-	u32 class, g;
+	u32 tier, g;
 	s32 ret;
 
-	for (class = 0; class < LINGER_NR_CLASSES; class++) {
-		ret = scx_bpf_create_dsq(class, -1);
+	for (tier = 0; tier < LINGER_NR_TIERS; tier++) {
+		ret = scx_bpf_create_dsq(tier, -1);
 		if (ret) {
-			scx_bpf_error("failed to create DSQ %u: %d", class, ret);
+			scx_bpf_error("failed to create DSQ %u: %d", tier, ret);
 			return ret;
 		}
 	}
@@ -620,7 +507,6 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 			return ret;
 		}
 	}
-	initialised_at = scx_bpf_now();
 	ret = init_guest_cpus();
 	if (ret)
 		return ret;
@@ -630,6 +516,7 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 	return ret;
 }
 
+/* exit: the scheduler is being disabled; keep why for the agent. */
 void BPF_STRUCT_OPS(linger_exit, struct scx_exit_info *ei)
 {
 	UEI_RECORD(uei, ei);

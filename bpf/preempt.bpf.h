@@ -1,106 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * preempt.bpf.h - finding a CPU a waking primary can take from a guest.
- *
- * Strict priority means a primary never waits while a guest holds a CPU it
- * could use. The DSQ order in dispatch() covers CPUs that are choosing
- * their next task; this file covers CPUs that are already running a guest:
- * guest_cpus marks them, and a primary that finds no idle CPU kicks one of
- * them with SCX_KICK_PREEMPT, which ends the guest's slice at once instead
- * of at its end.
- *
- * A CPU sets its bit in dispatch() *before* it takes a guest and looks at
- * the primary DSQ once more after setting it. A primary inserts itself
- * into the primary DSQ *before* it reads guest_cpus. So either the CPU
- * sees the primary in the DSQ, or the primary sees the CPU's bit: a
- * primary cannot slip in between unseen. The bit is cleared when a primary
- * or a guard-granted guest starts running there. A stale bit on a CPU that
- * went idle costs at most a kick of an idle CPU, which then runs the
- * primary: exactly what we want anyway.
+ * preempt.bpf.h - which CPUs run a guest a waking primary may take.
+ * Design, and why no primary slips in unseen: preempt.bpf.c.
  */
 #ifndef __SCX_LINGER_PREEMPT_BPF_H
 #define __SCX_LINGER_PREEMPT_BPF_H
 
-/* CPUs that run, or are about to run, a preemptible guest. */
-private(LINGER) struct bpf_cpumask __kptr *guest_cpus;
+#include "linger.bpf.h"
 
-static s32 init_guest_cpus(void)
-{
-	struct bpf_cpumask *mask = bpf_cpumask_create();
-
-	if (!mask)
-		return -ENOMEM;
-	mask = bpf_kptr_xchg(&guest_cpus, mask);
-	if (mask)
-		bpf_cpumask_release(mask);
-	return 0;
-}
-
-static void mark_guest_cpu(s32 cpu, bool running_guest)
-{
-	struct bpf_cpumask *mask;
-
-	bpf_rcu_read_lock();
-	mask = guest_cpus;
-	/* Test first: only a change needs the atomic write. */
-	if (mask && bpf_cpumask_test_cpu(cpu, cast_mask(mask)) != running_guest) {
-		if (running_guest)
-			bpf_cpumask_set_cpu(cpu, mask);
-		else
-			bpf_cpumask_clear_cpu(cpu, mask);
-	}
-	bpf_rcu_read_unlock();
-}
-
-static bool cpu_runs_guest(s32 cpu)
-{
-	struct bpf_cpumask *mask;
-	bool ret = false;
-
-	bpf_rcu_read_lock();
-	mask = guest_cpus;
-	if (mask)
-		ret = bpf_cpumask_test_cpu(cpu, cast_mask(mask));
-	bpf_rcu_read_unlock();
-	return ret;
-}
-
-/*
- * A CPU that runs a guest and may run @p, preferring @prev_cpu (its cache
- * may still be warm); -1 if there is none.
- */
-static s32 guest_cpu_for(const struct task_struct *p, s32 prev_cpu)
-{
-	struct bpf_cpumask *mask;
-	s32 cpu = -1;
-
-	bpf_rcu_read_lock();
-	mask = guest_cpus;
-	if (mask) {
-		if (bpf_cpumask_test_cpu(prev_cpu, cast_mask(mask)) &&
-		    bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr))
-			cpu = prev_cpu;
-		else
-			cpu = bpf_cpumask_any_and_distribute(cast_mask(mask),
-							     p->cpus_ptr);
-	}
-	bpf_rcu_read_unlock();
-	return cpu >= 0 && cpu < scx_bpf_nr_cpu_ids() ? cpu : -1;
-}
-
-/*
- * Kick a CPU that runs a guest and may run @p, for @p queued on the
- * primary DSQ. Returns true if one was kicked.
- */
-static bool preempt_guest_for(const struct task_struct *p)
-{
-	s32 cpu = guest_cpu_for(p, scx_bpf_task_cpu(p));
-
-	if (cpu < 0)
-		return false;
-	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
-	stat_inc(LINGER_STAT_PREEMPT_GUEST);
-	return true;
-}
+/* init(): create the mask. */
+s32 init_guest_cpus(void);
+/* @cpu runs, or is about to run, a preemptible guest (or no longer). */
+void mark_guest_cpu(s32 cpu, bool running_guest);
+/* Does @cpu run a preemptible guest? */
+bool cpu_runs_guest(s32 cpu);
+/* A CPU running a guest that @p may use, @prev_cpu first; -1 if none. */
+s32 guest_cpu_for(const struct task_struct *p, s32 prev_cpu);
+/* Kick such a CPU for @p, queued on the primary DSQ; true if one was. */
+bool preempt_guest_for(const struct task_struct *p);
 
 #endif /* __SCX_LINGER_PREEMPT_BPF_H */

@@ -1,85 +1,32 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * weight.bpf.h - the cgroup's cpu.weight on top of the task's nice weight.
- *
- * The kernel tells us each cgroup's cpu.weight (cgroup_init and
- * cgroup_set_weight, for cgroups with the cpu controller enabled). A task
- * is charged vtime at its nice weight times its cgroup's weight / 100, so
- * a job in a cgroup with cpu.weight 200 runs twice as much per thread as
- * its neighbours in the same class. This is flat, per-thread weighting: a
- * cgroup with more runnable threads still gets more CPU in total, which is
- * what batch nodes expect from per-core job slots (scx_flatcg shows the
- * fully hierarchical alternative).
- *
- * Tasks cache their cgroup's weight: cgroup_move sets it, and a weight
- * change bumps weight_gen so that tasks refresh it at their next stop.
- *
- * Kernel threads are charged at no less than the default weight, whatever
- * their nice. khugepaged runs at nice 19 (weight 1 here, 100 times the
- * vtime per nanosecond): under the stress-ng soak it fell so far behind
- * the clock that, preempted inside an RCU read-side section, it held up
- * RCU for 21 s; the kernel reported a stall and ended the scheduler. A
- * kernel thread is the node's own housekeeping, not a job to rank.
+ * weight.bpf.h - the weight a task's vtime is charged at: nice, times its
+ * cgroup's cpu.weight. Design: weight.bpf.c.
  */
 #ifndef __SCX_LINGER_WEIGHT_BPF_H
 #define __SCX_LINGER_WEIGHT_BPF_H
 
-struct cgrp_ctx {
-	u32	weight;		/* cpu.weight, 1..10000, 100 by default */
+#include "linger.bpf.h"
+
+struct task_ctx;
+
+/* A task's cached cgroup weight, written by weight.bpf.c only. */
+struct weight_task {
+	u32	cgw;		/* its cgroup's cpu.weight (0: not known yet) */
+	u32	pad;
+	u64	gen;		/* weight_gen it is cached for */
 };
 
-struct {
-	__uint(type, BPF_MAP_TYPE_CGRP_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct cgrp_ctx);
-} cgrp_ctxs SEC(".maps");
-
-/* Bumped whenever some cgroup's weight changes. */
-static u64 weight_gen = 1;
-
-static u32 cgroup_weight(struct cgroup *cgrp)
-{
-	struct cgrp_ctx *cctx = bpf_cgrp_storage_get(&cgrp_ctxs, cgrp, 0, 0);
-
-	return cctx && cctx->weight ? cctx->weight : 100;
-}
-
-static void set_cgroup_weight(struct cgroup *cgrp, u32 weight)
-{
-	struct cgrp_ctx *cctx = bpf_cgrp_storage_get(&cgrp_ctxs, cgrp, 0,
-						     BPF_LOCAL_STORAGE_GET_F_CREATE);
-
-	if (cctx)
-		cctx->weight = weight ? weight : 100;
-	__sync_fetch_and_add(&weight_gen, 1);
-}
-
+/* cgroup_init() and cgroup_set_weight(): @cgrp's cpu.weight is @weight. */
+void set_cgroup_weight(struct cgroup *cgrp, u32 weight);
+/* cgroup_move(): @tctx's task is now in @cgrp. */
+void weight_note_move(struct task_ctx *tctx, struct cgroup *cgrp);
 /*
- * The weight vtime is charged at: nice weight x cgroup weight / 100.
- * @refresh: the cached cgroup weight may be refreshed, which needs
- * scx_bpf_task_cgroup(), allowed only in ops that operate on @p (not in
- * dispatch(), where prev is merely passed along).
+ * The weight vtime is charged at. @refresh: the cached cgroup weight may
+ * be refreshed, which needs scx_bpf_task_cgroup(), allowed only in ops
+ * that operate on @p (not in dispatch(), where prev is merely passed
+ * along).
  */
-static u64 task_weight(struct task_struct *p, struct task_ctx *tctx, bool refresh)
-{
-	u64 w = p->scx.weight;
-
-	if ((p->flags & PF_KTHREAD) && w < 100)
-		w = 100;
-	if (!tctx)
-		return w ? w : 1;
-	if (refresh && tctx->wgen != weight_gen) {
-		struct cgroup *cgrp = scx_bpf_task_cgroup(p);
-
-		if (cgrp) {
-			tctx->cgw = cgroup_weight(cgrp);
-			bpf_cgroup_release(cgrp);
-		}
-		tctx->wgen = weight_gen;
-	}
-	w = w * (tctx->cgw ? tctx->cgw : 100) / 100;
-	return w ? w : 1;
-}
+u64 task_weight(struct task_struct *p, struct task_ctx *tctx, bool refresh);
 
 #endif /* __SCX_LINGER_WEIGHT_BPF_H */

@@ -1,47 +1,35 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! scx_linger: a sched_ext scheduler for shared compute nodes.
 //!
-//! `scx_linger run` is the whole life of the scheduler: check the machine
-//! and the config, load the BPF program, attach it, keep its labels in step
-//! with the cgroups and report until asked to stop or until the kernel
-//! ejects it, detach, report why it ended. `tag`, `untag` and `ls` are how
-//! an operator labels jobs; they work with or without a running agent.
-mod agent_log;
-mod bpf_intf;
-mod bpf_skel;
-mod cgroups;
-mod class;
-mod config;
-mod gang;
-#[cfg(test)]
-mod hostile_input;
+//! The command line, and where each command lives:
+//!
+//! - `run` is the scheduler's whole life on the node (lifecycle/).
+//! - `tag`, `untag` and `ls` are how an operator labels jobs (labels/);
+//!   they work with or without a running agent.
+//! - `stats` and `top` read the running agent's figures (observe/).
+//!
+//! The folders, from the bottom up (each imports only from those before
+//! it): node.rs (the machine), bpf/ (the kernel side and the one header it
+//! shares with us), labels/ (what each cgroup is), gangs/ (the slot
+//! table), observe/ (figures), lifecycle/ (the run loop). README.md's
+//! "Layout" section draws the data flow between them.
+mod bpf;
+mod gangs;
 mod labels;
-mod metrics;
-mod preflight;
-mod report;
-mod restart;
-mod rotation;
-mod sampler;
-mod scheduler;
-mod session;
-mod stats;
-mod stats_server;
-mod top;
-mod top_view;
+mod lifecycle;
+mod node;
+mod observe;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use log::{info, warn};
 
-use config::Config;
-use preflight::Caps;
-use restart::Ending;
-use scheduler::Tunables;
+use labels::config::Config;
+use labels::{cgroups, tag};
+use lifecycle::{Exit, RunArgs};
+use node::Caps;
+use observe::{log, server, top};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -84,13 +72,13 @@ enum Command {
         #[arg(long)]
         count: Option<u64>,
         /// The agent's stats socket.
-        #[arg(long, default_value = stats_server::SOCKET)]
+        #[arg(long, default_value = server::SOCKET)]
         socket: PathBuf,
     },
     /// Full-screen live view of the running agent's stats (q quits).
     Top {
         /// The agent's stats socket.
-        #[arg(long, default_value = stats_server::SOCKET)]
+        #[arg(long, default_value = server::SOCKET)]
         socket: PathBuf,
     },
     /// List labelled cgroups with their effective class and its source.
@@ -104,110 +92,12 @@ enum Command {
     },
 }
 
-#[derive(clap::Args, Debug)]
-struct RunArgs {
-    /// Config file with cgroup rules (default: /etc/scx_linger/config.toml
-    /// if present). An unreadable or invalid config stops the start.
-    #[arg(long)]
-    config: Option<PathBuf>,
-
-    /// Slice of a primary task, in microseconds. Long by default: compute
-    /// jobs want few switches, and only a higher class preempts.
-    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_PRIMARY_SLICE_US as u64,
-          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
-    primary_slice_us: u64,
-
-    /// Slice of a guest task, in microseconds. Guests are kicked off as
-    /// soon as a primary wants the CPU, whatever this is.
-    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_GUEST_SLICE_US as u64,
-          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
-    guest_slice_us: u64,
-
-    /// Starvation guard: starved guests get a grant after this long.
-    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_GUARD_INTERVAL_MS as u64,
-          value_parser = clap::value_parser!(u64).range(10..=10_000))]
-    guard_interval_ms: u64,
-
-    /// Starvation guard: length of one grant, in microseconds.
-    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_GUARD_SLICE_US as u64,
-          value_parser = clap::value_parser!(u64).range(50..=100_000))]
-    guard_slice_us: u64,
-
-    /// Gang relief: while gangs hold the CPUs, ordinary primary work that
-    /// has waited this long gets a short turn (microseconds; 0: it waits
-    /// for the open phase at the end of each cycle).
-    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_RELIEF_WAIT_US as u64,
-          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
-    relief_wait_us: u64,
-
-    /// Gang relief: length of that turn, in microseconds.
-    #[arg(long, default_value_t = bpf_intf::LINGER_DEFAULT_RELIEF_SLICE_US as u64,
-          value_parser = clap::value_parser!(u64).range(50..=100_000))]
-    relief_slice_us: u64,
-
-    /// Rescan cgroup labels at least this often, in milliseconds (`tag`
-    /// also triggers a rescan at once).
-    #[arg(long, default_value_t = 1000,
-          value_parser = clap::value_parser!(u64).range(50..=60_000))]
-    rescan_ms: u64,
-
-    /// Default gang time slot, in ms (a gang's label may set its own).
-    /// Gangs that fit on the CPUs together share a slot.
-    #[arg(long, default_value_t = gang::DEFAULT_SLOT_MS as u64,
-          value_parser = clap::value_parser!(u64).range(10..=1000))]
-    slot_ms: u64,
-
-    /// Share of each gang cycle, in percent, in which ordinary (non-gang)
-    /// primary work comes before gangs. Outside it, ordinary work uses the
-    /// CPUs the running gangs leave free.
-    #[arg(long, default_value_t = gang::DEFAULT_OPEN_PCT,
-          value_parser = clap::value_parser!(u32).range(1..=50))]
-    gang_open_pct: u32,
-
-    /// Print the scheduler's event counters every N seconds (0: never).
-    #[arg(long, default_value_t = 0)]
-    stats: u64,
-
-    /// Serve Prometheus metrics at http://ADDR/metrics (e.g.
-    /// 127.0.0.1:9464). Off by default; bind to loopback unless the
-    /// network in between is trusted.
-    #[arg(long, value_name = "ADDR")]
-    metrics_addr: Option<String>,
-
-    /// Where `stats` and `top` reach the agent.
-    #[arg(long, default_value = stats_server::SOCKET)]
-    stats_socket: PathBuf,
-
-    /// Let this group read the stats socket (default: root only).
-    #[arg(long, value_name = "GROUP")]
-    stats_group: Option<String>,
-
-    /// Turn off per-class and per-job accounting in BPF (to measure what
-    /// counting costs; stats then show no CPU figures).
-    #[arg(long)]
-    no_accounting: bool,
-
-    /// After the scheduler fails (a BPF error, a watchdog stall), load it
-    /// again after a back-off of 1 s, 2 s, 4 s, ... (at most 30 s); give
-    /// up after this many failed runs in a row. 0: never restart.
-    #[arg(long, default_value_t = 5)]
-    max_restarts: u32,
-
-    /// Testing only: make the BPF side fail this long after each start.
-    #[arg(long, hide = true)]
-    debug_fail_after_ms: Option<u64>,
-
-    /// Verbose: log libbpf's messages (verifier output on load failures).
-    #[arg(short, long)]
-    verbose: bool,
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let verbose = matches!(&cli.command, Command::Run(a) if a.verbose);
-    agent_log::init(verbose);
+    log::init(verbose);
     let result = match cli.command {
-        Command::Run(args) => run(&args).map(|exit| match exit {
+        Command::Run(args) => lifecycle::run(&args).map(|exit| match exit {
             Exit::Requested => ExitCode::SUCCESS,
             Exit::Kernel => ExitCode::from(2),
         }),
@@ -218,26 +108,26 @@ fn main() -> ExitCode {
             user,
         } => {
             let ns = if user {
-                labels::Namespace::User
+                tag::Namespace::User
             } else {
-                labels::default_namespace(Caps::current())
+                tag::default_namespace(Caps::current())
             };
             cgroups::cgroup2_mount()
-                .and_then(|m| labels::tag(&m, &cgroup, &class, slot_ms, ns))
+                .and_then(|m| tag::tag(&m, &cgroup, &class, slot_ms, ns))
                 .map(print_ok)
         }
         Command::Untag { cgroup } => cgroups::cgroup2_mount()
-            .and_then(|m| labels::untag(&m, &cgroup, Caps::current()))
+            .and_then(|m| tag::untag(&m, &cgroup, Caps::current()))
             .map(print_ok),
         Command::Stats {
             json,
             interval,
             count,
             socket,
-        } => print_stats(&socket, json, interval, count).map(|_| ExitCode::SUCCESS),
+        } => server::print(&socket, json, interval, count).map(|_| ExitCode::SUCCESS),
         Command::Top { socket } => top::run(&socket).map(|_| ExitCode::SUCCESS),
         Command::Ls { all, config } => Config::load(config.as_deref())
-            .and_then(|cfg| labels::ls(&cgroups::cgroup2_mount()?, &cfg, all))
+            .and_then(|cfg| tag::ls(&cgroups::cgroup2_mount()?, &cfg, all))
             .map(|table| {
                 print!("{table}");
                 ExitCode::SUCCESS
@@ -252,158 +142,4 @@ fn main() -> ExitCode {
 fn print_ok(msg: String) -> ExitCode {
     println!("{msg}");
     ExitCode::SUCCESS
-}
-
-/// `scx_linger stats`: one reading, or one every `interval` seconds.
-fn print_stats(socket: &Path, json: bool, interval: Option<u64>, count: Option<u64>) -> Result<()> {
-    let mut printed = 0;
-    loop {
-        let snap = stats_server::fetch(socket, false)?;
-        if json {
-            println!("{}", serde_json::to_string(&snap)?);
-        } else {
-            print!("{}", snap.text());
-        }
-        printed += 1;
-        let Some(secs) = interval else {
-            return Ok(());
-        };
-        if count.is_some_and(|n| printed >= n) {
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_secs(secs));
-    }
-}
-
-/// How the agent ended.
-enum Exit {
-    /// Asked to stop (SIGINT/SIGTERM).
-    Requested,
-    /// The scheduler was stopped by someone else, or failed too often.
-    Kernel,
-}
-
-/// What wakes the run loop.
-enum Event {
-    Stop,
-    Rescan,
-}
-
-fn run(args: &RunArgs) -> Result<Exit> {
-    preflight::check(Path::new("/"), Caps::current())?;
-    // Everything that can be wrong with the input is checked before the
-    // scheduler is loaded: a bad config changes nothing.
-    let cfg = Config::load(args.config.as_deref())?;
-    let mount = cgroups::cgroup2_mount()?;
-
-    let (tx, events) = mpsc::channel();
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGUSR1,
-    ])
-    .context("installing signal handlers")?;
-    std::thread::spawn(move || {
-        for sig in signals.forever() {
-            let ev = if sig == signal_hook::consts::SIGUSR1 {
-                Event::Rescan
-            } else {
-                Event::Stop
-            };
-            if tx.send(ev).is_err() {
-                break;
-            }
-        }
-    });
-
-    let tunables = Tunables {
-        primary_slice: Duration::from_micros(args.primary_slice_us),
-        guest_slice: Duration::from_micros(args.guest_slice_us),
-        guard_interval: Duration::from_millis(args.guard_interval_ms),
-        guard_slice: Duration::from_micros(args.guard_slice_us),
-        relief_wait: Duration::from_micros(args.relief_wait_us),
-        relief_slice: Duration::from_micros(args.relief_slice_us),
-        default_class: cfg.default_class,
-        accounting: !args.no_accounting,
-        debug_fail_after: args.debug_fail_after_ms.map(Duration::from_millis),
-        libbpf_verbose: args.verbose,
-    };
-    // The stats socket and the metrics endpoint come up before the
-    // scheduler, so a bad address or group changes nothing.
-    let latest: stats_server::Latest = Default::default();
-    let _socket = stats_server::serve(
-        &args.stats_socket,
-        args.stats_group.as_deref(),
-        latest.clone(),
-    )?;
-    if let Some(addr) = &args.metrics_addr {
-        metrics::serve(addr, latest.clone())?;
-        info!("metrics at http://{addr}/metrics");
-    }
-    if let Some(p) = &cfg.path {
-        info!("config {} ({} rules)", p.display(), cfg.rules.len());
-    }
-    let _pid_file = PidFile::create(Path::new(labels::PID_FILE));
-
-    // Load, serve, and when the kernel ends a run, load again if the
-    // restart policy says so (restart.rs). Every task keeps running in
-    // between, on the kernel's default scheduler.
-    let mut policy = restart::Policy::new(args.max_restarts);
-    loop {
-        let started = Instant::now();
-        let ended = session::run(args, &cfg, &mount, &tunables, &events, &latest)?;
-        match policy.after(ended.ending, started.elapsed()) {
-            restart::Decision::Stop => {
-                return Ok(if ended.ending == Ending::Requested {
-                    Exit::Requested
-                } else {
-                    Exit::Kernel
-                });
-            }
-            restart::Decision::GiveUp => {
-                eprintln!(
-                    "scx_linger: giving up after {} failed runs in a row (last: {}); the kernel's default scheduler runs every task",
-                    policy.failures(),
-                    ended.why
-                );
-                return Ok(Exit::Kernel);
-            }
-            restart::Decision::Restart(wait) => {
-                warn!(
-                    "restarting in {:.1} s after: {} ({} failed runs in a row, at most {})",
-                    wait.as_secs_f64(),
-                    ended.why,
-                    policy.failures(),
-                    policy.max_failures
-                );
-                if let Ok(Event::Stop) = events.recv_timeout(wait) {
-                    return Ok(Exit::Requested);
-                }
-            }
-        }
-    }
-}
-
-/// /run/scx_linger.pid while the agent runs, so `tag` can notify it.
-struct PidFile(PathBuf);
-
-impl PidFile {
-    fn create(path: &Path) -> Option<PidFile> {
-        match std::fs::write(path, format!("{}\n", std::process::id())) {
-            Ok(()) => Some(PidFile(path.to_path_buf())),
-            Err(e) => {
-                warn!(
-                    "cannot write {} ({e}): `tag` will take effect at the next periodic rescan",
-                    path.display()
-                );
-                None
-            }
-        }
-    }
-}
-
-impl Drop for PidFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * gang.bpf.c - gang co-scheduling: the threads of a parallel job run at
+ * the same time, on distinct CPUs, in coordinated time slots.
+ *
+ * Why: a parallel job whose threads wait for each other at barriers by
+ * spinning (MPI and OpenMP runtimes do) wastes its whole slice whenever a
+ * partner is not running. Time-shared thread by thread, such jobs burn
+ * several times their CPU time (NCSA measured 5x); run together, they
+ * waste none (Hori et al., SCore-D; McWilliams).
+ *
+ * The slot table. The agent packs the gangs into slots (gangs whose
+ * members fit on the CPUs together share one) and writes a rotation per
+ * tier: primary gangs, and guest gangs, which are co-scheduled too but
+ * only in the capacity primaries leave idle. The table is double-buffered
+ * (gang_tables[gang_table_idx]) so that the timer never reads a half
+ * written one. This unit holds the gang state and decides admission;
+ * gang_clock.bpf.c switches slots, gang_run.bpf.c places members.
+ *
+ * The clock. Slot boundaries are computed, not counted: at CLOCK_TAI time
+ * t, the position in the cycle is t mod cycle_ns, and the slot is the one
+ * covering that position. Nodes with the same table and synchronised
+ * clocks (PTP, NTP) therefore switch together with no messages between
+ * them, which is what SCore-D's server achieved by broadcasting. A BPF
+ * timer fires at each boundary.
+ *
+ * The switch. At a boundary that changes what runs, every CPU is kicked
+ * with SCX_KICK_PREEMPT (as the kernel's scx_central example does): the
+ * outgoing members lose their CPUs at once instead of at the end of their
+ * slices, and every CPU re-chooses in dispatch(), where the active gangs'
+ * DSQs come first. Members wait in their gang's own DSQ, and a CPU takes
+ * one task at a time from it, so two members of one gang never share a
+ * CPU while others are free.
+ *
+ * The gaps (Strazdins & Uhlmann: strict gangs lose to local scheduling
+ * when they leave CPUs idle). A CPU the active gangs do not use runs
+ * ordinary primaries, then guests. A member that wakes up takes a CPU
+ * back at once: its previous one if no member runs there, else an idle
+ * one, else one running a guest, else one running ordinary work, which is
+ * kicked (gang_make_room()).
+ *
+ * Ordinary primaries are not starved: each primary cycle ends with an
+ * open phase (open_ns, a share of the cycle set by the agent) in which
+ * ordinary primaries come first and the gang whose slot is next fills
+ * what they leave. With nothing ordinary to run, that gang simply starts
+ * early.
+ *
+ * A gang with more runnable members than CPUs cannot run all at once. It
+ * still gets its slot, alone; its members take turns on the CPUs in
+ * primary slices, and each such slot counts as a partial start.
+ */
+#include "ctx.bpf.h"
+
+/* Double-buffered slot table; the agent flips gang_table_idx. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct linger_gang_table);
+	__uint(max_entries, 2);
+} gang_tables SEC(".maps");
+
+volatile u32 gang_table_idx;
+volatile u64 gang_hw_epoch;
+
+/* Per-gang counters, read by the agent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct linger_gang_stats);
+	__uint(max_entries, LINGER_MAX_GANGS);
+} gang_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct gang_slot);
+	__uint(max_entries, LINGER_MAX_GANGS);
+} gang_slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct cpu_gang);
+	__uint(max_entries, LINGER_MAX_CPUS);
+} cpu_gangs SEC(".maps");
+
+u64 active_primary, active_guest;
+u64 scheduled_primary, scheduled_guest;
+bool gang_open;
+u64 gang_sched_gen;
+
+/* The per-tier masks, by tier (a variable index would need bounds). */
+__hidden u64 tier_active(u32 tier)
+{
+	return tier == LINGER_TIER_GUEST ? active_guest : active_primary;
+}
+
+__hidden u64 tier_scheduled(u32 tier)
+{
+	return tier == LINGER_TIER_GUEST ? scheduled_guest : scheduled_primary;
+}
+
+__hidden struct cpu_gang *lookup_cpu_gang(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&cpu_gangs, &key);
+}
+
+__hidden struct linger_gang_stats *lookup_gang_stats(u32 g)
+{
+	return bpf_map_lookup_elem(&gang_stats, &g);
+}
+
+__hidden struct gang_slot *lookup_gang_slot(u32 g)
+{
+	return bpf_map_lookup_elem(&gang_slots, &g);
+}
+
+/* The half of the double-buffered table the agent wrote last. */
+__hidden struct linger_gang_table *lookup_gang_table(void)
+{
+	u32 idx = gang_table_idx & 1;
+
+	return bpf_map_lookup_elem(&gang_tables, &idx);
+}
+
+/*
+ * The gang @tctx's task must be scheduled as: its gang (a gang ref) if
+ * that gang has a slot, else LINGER_GANG_NONE (not in a gang, or its gang
+ * runs as ordinary work).
+ */
+__hidden u32 sched_gang(const struct task_ctx *tctx)
+{
+	u32 g;
+
+	if (!tctx || tctx->cls.gang == LINGER_GANG_NONE)
+		return LINGER_GANG_NONE;
+	g = gang_of_ref(tctx->cls.gang);
+	if (g >= LINGER_MAX_GANGS)
+		return LINGER_GANG_NONE;
+	return tier_scheduled(tctx->cls.tier) & gang_bit(g) ? gang_ref(g) : LINGER_GANG_NONE;
+}
+
+/*
+ * Admission. The agent lets gangs share a slot when their members fit on
+ * the CPUs together, but a gang can grow between two packings (a job that
+ * is spawning its threads, or one whose members woke up). If a slot's
+ * gangs then have more runnable members than there are CPUs, time-sharing
+ * them would give each gang some of its members and leave those spinning
+ * for partners that are off the CPU: the collapse gangs exist to prevent.
+ * So the slot admits whole gangs while they fit, in an order that rotates
+ * with the cycle number (every gang is first in some cycles, and nodes
+ * with the same table and clock agree); the others wait for their next
+ * slot, which counts as a partial start, and the agent repacks at once
+ * when it sees a gang outgrow its slot. The first gang is admitted even
+ * if it alone is too big: it has the slot to itself anyway.
+ */
+u32 gang_nr_cpus = 1;
+/*
+ * Per tier, the gang number admission starts from (then upwards, wrapping
+ * round): the k-th active gang in cycle number c, with k = c mod the
+ * number of active gangs. Set by the timer.
+ */
+u32 admit_first_primary, admit_first_guest;
+
+/*
+ * The answer is cached per tier: it is asked several times per dispatch
+ * (and per CPU when a member looks for room), and its loops are not free.
+ * Anything it depends on bumps admit_gen: a gang's runnable count, the
+ * active gangs, the rotation of the order, the table. Two CPUs filling
+ * the cache at once may leave an answer one change old under the newer
+ * generation; it lasts until the next bump, at the latest the next slot
+ * boundary, and costs at most a gang admitted or kept out for that long.
+ */
+static u64 admit_gen = 1;
+static u64 admit_cache_gen[LINGER_NR_TIERS];
+static u64 admit_cache[LINGER_NR_TIERS];
+
+__hidden void admission_changed(void)
+{
+	__sync_fetch_and_add(&admit_gen, 1);
+}
+
+static u64 gang_admit(u32 tier);
+
+/*
+ * A global function, verified once on its own: its loops would otherwise
+ * be re-verified inside every caller's (gang_make_room() walks the CPUs).
+ */
+__noinline u64 gang_admitted(u32 tier)
+{
+	u32 t = tier & 1;
+	u64 gen = admit_gen, mask;
+
+	if (admit_cache_gen[t] == gen)
+		return admit_cache[t];
+	mask = gang_admit(t);
+	admit_cache[t] = mask;
+	admit_cache_gen[t] = gen;
+	return mask;
+}
+
+/* Members of gang @g that want a CPU now (never negative). */
+__hidden s64 gang_runnable(u32 g)
+{
+	struct linger_gang_stats *st = lookup_gang_stats(g);
+	s64 nr = st ? st->nr_runnable : 0;
+
+	return nr > 0 ? nr : 0;
+}
+
+static u64 gang_admit(u32 tier)
+{
+	u64 mask = tier_active(tier), admitted = 0, lend;
+	u32 room = gang_nr_cpus, i;
+	u32 first = tier == LINGER_TIER_GUEST ? admit_first_guest : admit_first_primary;
+	bool placed = false;
+
+	lend = tier_scheduled(tier) & ~mask;
+	if (!(mask & (mask - 1)) && !lend)
+		return mask;
+	bpf_for(i, 0, LINGER_MAX_GANGS) {
+		u32 g = (first + i) & (LINGER_MAX_GANGS - 1);
+		s64 want;
+
+		if (!(mask & gang_bit(g)))
+			continue;
+		want = gang_runnable(g);
+		if (!want) {
+			/* Nothing runnable: it takes no room until it wakes. */
+			admitted |= gang_bit(g);
+			continue;
+		}
+		if (placed && want > room)
+			continue;
+		admitted |= gang_bit(g);
+		room = want >= room ? 0 : room - want;
+		placed = true;
+	}
+
+	/*
+	 * Lending (Strazdins & Uhlmann: don't waste the gaps). CPUs the slot's
+	 * own gangs leave unused (a gang that finished, or whose members all
+	 * wait for I/O) go to other gangs of the tier that fit on them whole,
+	 * until the slot's gangs want them back: then the borrowers are no
+	 * longer admitted, and a waking member may push them off.
+	 */
+	if (!room || !lend)
+		return admitted;
+	bpf_for(i, 0, LINGER_MAX_GANGS) {
+		u32 g = (first + i) & (LINGER_MAX_GANGS - 1);
+		s64 want;
+
+		if (!(lend & gang_bit(g)))
+			continue;
+		want = gang_runnable(g);
+		if (!want || want > room)
+			continue;
+		admitted |= gang_bit(g);
+		room -= want;
+		if (!room)
+			break;
+	}
+	return admitted;
+}
+
+/* Active, and admitted into its slot: its members may run now. */
+__hidden bool gang_may_run(u32 tier, u32 g)
+{
+	return gang_admitted(tier) & gang_bit(g);
+}
+
+/* A member of a gang with a slot, waiting for that slot: it must not run. */
+__hidden bool waits_for_slot(const struct task_ctx *tctx)
+{
+	u32 gang = sched_gang(tctx);
+
+	return gang != LINGER_GANG_NONE &&
+	       !gang_may_run(tctx->cls.tier, gang_of_ref(gang));
+}

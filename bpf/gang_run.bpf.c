@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * gang_run.bpf.c - members on CPUs: where a member waits, which CPU a
+ * waking member may take (and whom it pushes off), dispatching a gang's
+ * queue, and counting members runnable and running. Design: gang.bpf.c.
+ */
+#include "ctx.bpf.h"
+#include "account.bpf.h"
+#include "preempt.bpf.h"
+#include "stats.bpf.h"
+
+/*
+ * A reservation normally ends when the kicked CPU next dispatches or
+ * starts a task. One whose kick found nothing to do (the CPU was no
+ * longer idle) would otherwise block the CPU for a whole slice.
+ */
+#define GANG_RESERVATION_NS	(1000 * 1000ULL)
+
+static bool reservation_held(const struct cpu_gang *cg, u64 now)
+{
+	return cg->reserved && now - cg->reserved_at < GANG_RESERVATION_NS;
+}
+/* The DSQ @p waits in: its gang's while the gang has slots, else its class's. */
+__hidden u64 task_dsq(const struct task_ctx *tctx, u32 tier)
+{
+	u32 gang = sched_gang(tctx);
+
+	return gang != LINGER_GANG_NONE ? GANG_DSQ(gang_of_ref(gang)) : tier;
+}
+
+/*
+ * May a waking member of a gang of @tier take @cpu? Never from a member of
+ * an active gang of the same or a higher tier, nor while a higher sched
+ * class holds it. @evict_primary: ordinary primaries may be pushed off
+ * (a primary gang in its own slot).
+ */
+static bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	u32 running;
+
+	if (!cg || cg->released || reservation_held(cg, scx_bpf_now()))
+		return false;
+	running = cg->running;
+	if (running != LINGER_GANG_NONE) {
+		/*
+		 * A guest gang's member yields to a primary gang's, and a gang
+		 * left out of a crowded slot yields to the admitted ones.
+		 */
+		if (gang_may_run(LINGER_TIER_PRIMARY, gang_of_ref(running)))
+			return false;
+		return tier == LINGER_TIER_PRIMARY ||
+		       !gang_may_run(LINGER_TIER_GUEST, gang_of_ref(running));
+	}
+	return cpu_runs_guest(cpu) || evict_primary;
+}
+
+/* Claim @cpu for gang @g and kick it; false if another member got it first. */
+static bool gang_claim(s32 cpu, u32 g, u64 kick)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	u64 now = scx_bpf_now();
+	u32 old;
+
+	if (!cg)
+		return false;
+	old = cg->reserved;
+	if ((old && reservation_held(cg, now)) ||
+	    __sync_val_compare_and_swap(&cg->reserved, old, gang_ref(g)) != old)
+		return false;
+	cg->reserved_at = now;
+	scx_bpf_kick_cpu(cpu, kick);
+	stat_inc(LINGER_STAT_GANG_KICK);
+	return true;
+}
+
+/*
+ * @p, a member of active gang @g, was queued on its gang's DSQ: find it a
+ * CPU at once, so that a member back from a wait takes its place again.
+ */
+static void gang_make_room(struct task_struct *p, u32 g, u32 tier)
+{
+	bool evict_primary = tier == LINGER_TIER_PRIMARY && !gang_open;
+	s32 cpu = scx_bpf_task_cpu(p), pass;
+	u32 nr_cpus = scx_bpf_nr_cpu_ids();
+
+	/* Its last CPU: warm cache, and usually a back-filler holds it. */
+	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+	    cpu_free_for(cpu, tier, evict_primary) &&
+	    gang_claim(cpu, g, SCX_KICK_PREEMPT))
+		return;
+
+	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	if (cpu >= 0 && gang_claim(cpu, g, SCX_KICK_IDLE))
+		return;
+
+	/* Guests first, then (in its own slot) ordinary primaries. */
+	bpf_for(pass, 0, 2) {
+		bpf_for(cpu, 0, nr_cpus) {
+			if (cpu >= LINGER_MAX_CPUS)
+				break;
+			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
+			    (pass == 0 && !cpu_runs_guest(cpu)) ||
+			    !cpu_free_for(cpu, tier, pass == 1 && evict_primary))
+				continue;
+			if (gang_claim(cpu, g, SCX_KICK_PREEMPT))
+				return;
+		}
+	}
+	stat_inc(LINGER_STAT_GANG_NO_ROOM);
+}
+
+/*
+ * dispatch() for the active gangs of @tier. A member already on this CPU
+ * keeps it unless a fellow member waits (only when the gang has more
+ * runnable members than CPUs: then they take turns); otherwise the CPU
+ * takes a waiting member of an active gang.
+ */
+__hidden bool gang_dispatch(u32 tier, s32 cpu, struct task_struct *prev,
+			    struct task_ctx *ptctx, u64 now)
+{
+	u64 mask = gang_admitted(tier);
+	u32 gang = sched_gang(ptctx), g;
+
+	if (!mask)
+		return false;
+	if (prev && gang != LINGER_GANG_NONE && ptctx->cls.tier == tier &&
+	    (mask & gang_bit(gang_of_ref(gang))) &&
+	    !scx_bpf_dsq_nr_queued(GANG_DSQ(gang_of_ref(gang)))) {
+		gang_note_start(ptctx, gang_of_ref(gang), now);
+		keep_running(prev, ptctx, cpu);
+		return true;
+	}
+	bpf_for(g, 0, LINGER_MAX_GANGS) {
+		if (!(mask & gang_bit(g)))
+			continue;
+		if (scx_bpf_dsq_move_to_local(GANG_DSQ(g), 0)) {
+			stat_inc(LINGER_STAT_GANG_DISPATCH);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * Relief (see relief_wait_ns): while this CPU would go to a primary gang,
+ * does the head of the primary queue, ordinary work, wait overdue? Then
+ * this CPU opens a relief turn of relief_slice_ns, runs it, and goes on
+ * running whatever ordinary work waits until the turn ends (a turn serves
+ * a backlog of short wake-ups, not just one); then the gang has the CPU
+ * back. One turn per relief_wait_ns on the whole node at most, so what a
+ * gang can lose to relief is bounded (2 ms in 40 by default, and only
+ * while ordinary work is backlogged), and a displaced member's partners
+ * spin for no longer than that. The head of the queue is the task with
+ * the least vtime, not always the longest waiting: good enough to bound
+ * the wait of a backlog, which is what this is for.
+ */
+static u64 last_relief;
+
+/* Move the head of the primary queue here as part of a relief turn. */
+static bool relief_take(struct cpu_ctx *cctx)
+{
+	cctx->relief_pending = true;
+	if (scx_bpf_dsq_move_to_local(LINGER_TIER_PRIMARY, 0))
+		return true;
+	cctx->relief_pending = false;
+	return false;
+}
+
+/* Global: verified once on its own, or dispatch() outgrows the verifier. */
+__noinline bool gang_relief(u64 now)
+{
+	struct cpu_ctx *cctx = lookup_cpu_ctx();
+	u64 last = last_relief;
+	struct task_struct *q;
+	struct task_ctx *qctx;
+	bool overdue;
+
+	/* Called at every dispatch in a slot: the cheap tests first. */
+	if (!cctx || !relief_wait_ns ||
+	    !scx_bpf_dsq_nr_queued(LINGER_TIER_PRIMARY) ||
+	    !gang_admitted(LINGER_TIER_PRIMARY))
+		return false;
+	if (time_before(now, cctx->relief_end))
+		return relief_take(cctx);
+	if (now - last < relief_wait_ns)
+		return false;
+	q = __COMPAT_scx_bpf_dsq_peek(LINGER_TIER_PRIMARY);
+	qctx = q ? lookup_task_ctx(q) : NULL;
+	overdue = qctx && now - qctx->relief.queued_at >= relief_wait_ns;
+	/* One CPU claims the turn; a head it cannot run waits for the next. */
+	if (!overdue || __sync_val_compare_and_swap(&last_relief, last, now) != last)
+		return false;
+	cctx->relief_end = now + relief_slice_ns;
+	if (relief_take(cctx)) {
+		stat_inc(LINGER_STAT_GANG_RELIEF);
+		return true;
+	}
+	cctx->relief_end = 0;
+	return false;
+}
+
+/* Queue a member of gang @gang (+1) and, if its slot is on, get it a CPU. */
+__hidden void gang_enqueue(struct task_struct *p, struct task_ctx *tctx,
+			   u32 gang, u64 enq_flags)
+{
+	u32 g = gang_of_ref(gang), tier = tctx->cls.tier;
+	struct linger_gang_stats *st;
+
+	/*
+	 * A slotted member is scheduled by its slot, not by vtime: its vtime
+	 * follows no tier's clock from now on (see vtime_advance()), and if
+	 * its gang loses its slot it starts level with its tier's clock.
+	 */
+	vtime_detach(tctx);
+	if (enq_flags & SCX_ENQ_REENQ) {
+		/* Pushed off by a higher class: the gang reacts as a whole. */
+		stat_inc(LINGER_STAT_GANG_DISPLACED);
+		st = lookup_gang_stats(g);
+		if (st)
+			__sync_fetch_and_add(&st->displaced, 1);
+	}
+	scx_bpf_dsq_insert(p, GANG_DSQ(g), tier_slice(tier), enq_flags);
+	if (gang_may_run(tier, g))
+		gang_make_room(p, g, tier);
+}
+
+/* Guest-tier gangs queue guests too: the starvation guard must see them. */
+__hidden u64 guest_gangs_queued(void)
+{
+	u64 mask = tier_scheduled(LINGER_TIER_GUEST), nr = 0;
+	u32 g;
+
+	if (!mask)
+		return 0;
+	bpf_for(g, 0, LINGER_MAX_GANGS) {
+		if (mask & gang_bit(g))
+			nr += scx_bpf_dsq_nr_queued(GANG_DSQ(g));
+	}
+	return nr;
+}
+
+__hidden bool guard_grant_guest_gang(void)
+{
+	u64 mask = tier_scheduled(LINGER_TIER_GUEST);
+	u32 g;
+
+	if (!mask)
+		return false;
+	bpf_for(g, 0, LINGER_MAX_GANGS) {
+		if ((mask & gang_bit(g)) &&
+		    scx_bpf_dsq_move_to_local(GANG_DSQ(g), 0))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * How many members of each gang want a CPU: counted from runnable() to
+ * quiescent(). A task's gang can change while it stays runnable (its
+ * cgroup was labelled, or it moved), so enqueue() and running() re-sync
+ * the count too: a spinning thread may never pass runnable() again.
+ */
+__hidden void gang_count_runnable(struct task_ctx *tctx)
+{
+	struct linger_gang_stats *st;
+	s64 nr;
+
+	if (tctx->gang.counted == tctx->cls.gang)
+		return;
+	gang_uncount_runnable(tctx);
+	if (tctx->cls.gang == LINGER_GANG_NONE)
+		return;
+	st = lookup_gang_stats(gang_of_ref(tctx->cls.gang));
+	if (!st)
+		return;
+	tctx->gang.counted = tctx->cls.gang;
+	nr = __sync_add_and_fetch(&st->nr_runnable, 1);
+	admission_changed();
+	if (st->hw_epoch != gang_hw_epoch) {
+		st->hw_epoch = gang_hw_epoch;
+		st->runnable_hw = nr > 0 ? nr : 0;
+	} else if (nr > 0 && (u64)nr > st->runnable_hw) {
+		st->runnable_hw = nr;
+	}
+}
+
+__hidden void gang_uncount_runnable(struct task_ctx *tctx)
+{
+	struct linger_gang_stats *st;
+
+	if (tctx->gang.counted == LINGER_GANG_NONE)
+		return;
+	st = lookup_gang_stats(gang_of_ref(tctx->gang.counted));
+	tctx->gang.counted = LINGER_GANG_NONE;
+	if (st) {
+		__sync_fetch_and_sub(&st->nr_runnable, 1);
+		admission_changed();
+	}
+}
+
+/*
+ * running(): what this CPU runs now, for members looking for room. Runs
+ * at every context switch: it writes the CPU's shared entry only when
+ * something changes.
+ */
+__hidden void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	u32 gang = sched_gang(tctx), running = LINGER_GANG_NONE;
+
+	if (tctx)
+		gang_count_runnable(tctx);
+	if (!cg)
+		return;
+	if (cg->reserved)
+		cg->reserved = 0;
+	if (gang != LINGER_GANG_NONE && gang_may_run(tctx->cls.tier, gang_of_ref(gang))) {
+		running = gang;
+		gang_note_start(tctx, gang_of_ref(gang), now);
+	}
+	if (cg->running != running)
+		cg->running = running;
+	if (!running && active_primary && !gang_open)
+		stat_inc(LINGER_STAT_BACKFILL);
+}
+
+/*
+ * Charge a member's @ran ns of CPU to its gang, or a non-member's, run
+ * during a primary gang slot, to the slot's gangs as back-fill: the
+ * capacity the gap would otherwise have wasted.
+ */
+__hidden void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	struct linger_gang_stats *st;
+	u64 mask = active_primary;
+	u32 g;
+
+	if (!ran)
+		return;
+	if (tctx && tctx->cls.gang != LINGER_GANG_NONE) {
+		st = lookup_gang_stats(gang_of_ref(tctx->cls.gang));
+		if (st)
+			__sync_fetch_and_add(&st->cpu_ns, ran);
+	}
+	if ((cg && cg->running) || !mask || gang_open)
+		return;
+	account_backfill(ran);
+	bpf_for(g, 0, LINGER_MAX_GANGS) {
+		if (!(mask & gang_bit(g)))
+			continue;
+		st = lookup_gang_stats(g);
+		if (st)
+			__sync_fetch_and_add(&st->backfill_ns, ran);
+	}
+}
+
+/* stopping(): charge the run, and the CPU no longer runs a member. */
+__hidden void gang_note_stopping(s32 cpu, struct task_ctx *tctx, u64 ran)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+
+	gang_charge_run(cpu, tctx, ran);
+	if (cg && cg->running)
+		cg->running = 0;
+}
+
+/* dispatch() begins: a reservation on this CPU has served its purpose. */
+__hidden void gang_cpu_dispatching(s32 cpu)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+
+	if (cg && cg->reserved)
+		cg->reserved = 0;
+}
+
+__hidden void gang_cpu_released(s32 cpu, bool released)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+
+	if (cg)
+		cg->released = released;
+}

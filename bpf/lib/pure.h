@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * pure.h - the BPF side's arithmetic that touches no kernel state: the
+ * histogram bucket rule, where a gang rotation stands at a clock time,
+ * and where admission starts in a cycle.
+ *
+ * It compiles both as BPF (included by the units that use it) and for
+ * the host (pure_host.c), so that the agent's unit tests run these very
+ * functions instead of a Rust copy of them (src/bpf/pure.rs). Keep it
+ * free of helpers, kfuncs and maps: only intf.h's types and loops.
+ */
+#ifndef __SCX_LINGER_PURE_H
+#define __SCX_LINGER_PURE_H
+
+#ifdef __bpf__
+/* An open-coded iterator: the verifier checks the bound once. */
+#define pure_for(i, lo, hi)	bpf_for(i, lo, hi)
+#else
+#include <stdbool.h>
+#define pure_for(i, lo, hi)	for ((i) = (lo); (i) < (hi); (i)++)
+#endif
+
+#include "../intf.h"
+
+/* Gang g's bit in a gang set (a u64: LINGER_MAX_GANGS is 64). */
+static inline u64 gang_bit(u32 g)
+{
+	return 1ULL << (g & (LINGER_MAX_GANGS - 1));
+}
+
+/*
+ * log2 bucket of @ns: bucket b holds [2^b, 2^(b+1)) ns (0 and 1 share
+ * bucket 0; the last also holds all above). A binary search, not a loop:
+ * it runs at every context switch.
+ */
+static inline u32 hist_bucket(u64 ns)
+{
+	u32 b = 0;
+
+	if (ns >> 32) { ns >>= 32; b += 32; }
+	if (ns >> 16) { ns >>= 16; b += 16; }
+	if (ns >> 8) { ns >>= 8; b += 8; }
+	if (ns >> 4) { ns >>= 4; b += 4; }
+	if (ns >> 2) { ns >>= 2; b += 2; }
+	if (ns >> 1) b += 1;
+	return b < LINGER_HIST_BUCKETS ? b : LINGER_HIST_BUCKETS - 1;
+}
+
+/*
+ * Where rotation @r stands at CLOCK_TAI @tai: the gangs that run (into
+ * *@mask), whether it is the open phase, and how long until the next
+ * boundary. Cycle k starts at tai = k * cycle_ns, so nodes with the same
+ * table and synchronised clocks agree. @r->cycle_ns must not be 0.
+ */
+static inline u64 rotation_at(const struct linger_rotation *r, u64 tai,
+			      u64 *mask, bool *open)
+{
+	u64 pos = tai % r->cycle_ns;
+	u32 i;
+
+	pure_for(i, 0, LINGER_MAX_GANGS) {
+		const struct linger_slot *s = &r->slots[i];
+
+		if (i >= r->nr_slots)
+			break;
+		if (pos >= s->start_ns && pos < s->start_ns + s->len_ns) {
+			*mask = s->gangs;
+			*open = false;
+			return s->start_ns + s->len_ns - pos;
+		}
+	}
+	/* Past the last slot: the open phase, before slot 0 comes round. */
+	*mask = r->nr_slots ? r->slots[0].gangs : 0;
+	*open = true;
+	return r->cycle_ns - pos;
+}
+
+/*
+ * Where admission starts among @mask's gangs in cycle number @cycle_no:
+ * the k-th of them, k = cycle_no mod their number, so that every gang is
+ * first in some cycles and nodes with the same clock agree.
+ */
+static inline u32 admit_first(u64 mask, u64 cycle_no)
+{
+	u32 nr = 0, i;
+	u64 k;
+
+	pure_for(i, 0, LINGER_MAX_GANGS) {
+		if (mask & gang_bit(i))
+			nr++;
+	}
+	if (!nr)
+		return 0;
+	k = cycle_no % nr;
+	pure_for(i, 0, LINGER_MAX_GANGS) {
+		if (!(mask & gang_bit(i)))
+			continue;
+		if (!k)
+			return i;
+		k--;
+	}
+	return 0;
+}
+
+#endif /* __SCX_LINGER_PURE_H */

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * reclassify.bpf.c - applying a label change to tasks that are already
+ * waiting.
+ *
+ * A task's class is re-derived at its next scheduling event (see
+ * classify.bpf.c), but a guest that is waiting in the guest DSQ under full
+ * primary load has no next event until the starvation guard reaches it,
+ * which may be seconds. So after the agent bumps label_gen, or a task
+ * moves between cgroups, the first CPU to dispatch walks the DSQs once and
+ * moves every task whose class changed into its new tier's DSQ, level
+ * with the new tier's clock. The same holds when the gang table gives a
+ * gang a slot or takes it away.
+ *
+ * A running task picks up a relabel when its slice ends: dispatch()
+ * re-derives its class before deciding whether it may keep its CPU. A
+ * task that moves to another cgroup while it runs has its CPU kicked at
+ * once: a job started in a primary cgroup and then moved into a guest
+ * one (how batch systems place work) must not hold a CPU as a primary
+ * for the rest of its slice while primaries wait.
+ */
+#include "ctx.bpf.h"
+#include "reclassify.bpf.h"
+#include "stats.bpf.h"
+
+/*
+ * Bumped whenever a task moves between cgroups: a queued task that moved
+ * into a cgroup of another class must be re-sorted too, and cgroup moves
+ * need no help from the agent.
+ */
+static u64 move_gen;
+
+/*
+ * Why a tracepoint beside ops.cgroup_move: the kernel calls the sched_ext
+ * cgroup ops from the cpu controller's attach path only
+ * (CONFIG_EXT_GROUP_SCHED), so a move between cgroups where the cpu
+ * controller is not enabled (a job manager's cgroups often enable only
+ * memory and pids) never reaches ops.cgroup_move. Labels follow the
+ * default hierarchy, whatever the controllers; cgroup_attach_task fires
+ * for every move in it, after the task is in @dst.
+ */
+SEC("tp_btf/cgroup_attach_task")
+int BPF_PROG(linger_cgroup_attach, struct cgroup *dst, const char *path,
+	     struct task_struct *task, bool threadgroup)
+{
+	__sync_fetch_and_add(&move_gen, 1);
+	if (scx_bpf_task_running(task))
+		scx_bpf_kick_cpu(scx_bpf_task_cpu(task), SCX_KICK_PREEMPT);
+	return 0;
+}
+
+/* label_gen + move_gen when the queued tasks were last sorted. */
+static u64 swept_gen;
+
+/*
+ * Move every task queued on @from that belongs elsewhere now: another
+ * tier's DSQ (level with that tier's clock), its gang's DSQ (the gang
+ * got a slot), or back to its tier's (its gang lost its slot or label).
+ * Tier DSQs are ordered by vtime, gang DSQs are FIFO.
+ */
+static void reclassify_dsq(u64 from)
+{
+	struct task_struct *p;
+
+	if (!scx_bpf_dsq_nr_queued(from))
+		return;
+	bpf_for_each(scx_dsq, p, from, 0) {
+		struct task_ctx *tctx = lookup_task_ctx(p);
+		u32 tier = task_tier(p, tctx);
+		u64 to = task_dsq(tctx, tier);
+		bool moved;
+
+		if (to == from || tier >= LINGER_NR_TIERS)
+			continue;
+		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, tier_slice(tier));
+		if (to >= LINGER_GANG_DSQ_BASE) {
+			moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, to, 0);
+		} else {
+			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
+						   task_queue_vtime(p, tctx, tier));
+			moved = scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, to, 0);
+		}
+		if (!moved)
+			continue;
+		stat_inc(LINGER_STAT_RECLASSIFY);
+		/* Its wait for relief (gang_relief()) starts on this queue. */
+		if (to == LINGER_TIER_PRIMARY && tctx)
+			tctx->relief.queued_at = scx_bpf_now();
+	}
+}
+
+__hidden void reclassify_queued(void)
+{
+	/* All only grow, so their sum changes whenever any does. */
+	u64 gen = label_gen + move_gen + gang_sched_gen, seen = swept_gen;
+	u32 g;
+
+	/* Cheap when nothing changed; one CPU claims each generation. */
+	if (gen == seen || __sync_val_compare_and_swap(&swept_gen, seen, gen) != seen)
+		return;
+	reclassify_dsq(LINGER_TIER_GUEST);
+	reclassify_dsq(LINGER_TIER_PRIMARY);
+	bpf_for(g, 0, LINGER_MAX_GANGS)
+		reclassify_dsq(GANG_DSQ(g));
+}

@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * vtime.bpf.c - fairness within a tier.
+ *
+ * Each tier has one shared dispatch queue (DSQ) ordered by virtual time
+ * (vtime): a task's vtime advances by the CPU time it used, divided by its
+ * weight (nice times its cgroup's cpu.weight, weight.bpf.c), so within a
+ * tier heavier tasks get proportionally more CPU. A CPU that needs work
+ * takes the smallest-vtime task of the highest tier that has one; a
+ * primary whose slice ended keeps its CPU unless a primary with a smaller
+ * vtime waits.
+ *
+ * Per-tier clocks: the vtime of the task of that tier that most recently
+ * started running. New and waking tasks are placed against it.
+ */
+#include "ctx.bpf.h"
+#include "preempt.bpf.h"
+#include "stats.bpf.h"
+
+static u64 vtime_now[LINGER_NR_TIERS];
+
+static u64 *tier_clock(u32 tier)
+{
+	return &vtime_now[tier < LINGER_NR_TIERS ? tier : 0];
+}
+
+/*
+ * Primaries run long slices (primary_slice_ns, main.bpf.c says why);
+ * guests shorter ones, which bound nothing for primaries: a guest is
+ * kicked off the moment a primary wants its CPU.
+ */
+__hidden u64 tier_slice(u32 tier)
+{
+	return tier == LINGER_TIER_GUEST ? guest_slice_ns : primary_slice_ns;
+}
+
+/*
+ * The vtime a task queues with. Normally its own: that is what makes
+ * weights work. But vtime is only comparable within a tier, so a task
+ * whose tier changed since it last queued starts level with its new
+ * tier's clock. (Sleepers are handled in vtime_wake().)
+ */
+__hidden u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx,
+			      u32 tier)
+{
+	u64 vtime = p->scx.dsq_vtime;
+
+	/*
+	 * Load the task's vtime before deciding: otherwise clang may merge the
+	 * two loads into one instruction on two kinds of pointer, which the
+	 * verifier rejects.
+	 */
+	barrier_var(vtime);
+	if (tctx && tctx->vt.vtier != tier) {
+		tctx->vt.vtier = tier;
+		vtime = *tier_clock(tier);
+	}
+	return vtime;
+}
+
+/*
+ * The vtime @p will have once charged for what it used of its current
+ * slice, inversely to its weight: at the default weight of 100, one
+ * nanosecond of CPU costs one nanosecond of vtime. @refresh: see
+ * task_weight().
+ */
+__hidden u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
+			   bool refresh)
+{
+	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
+	u64 slice = tier_slice(tier);
+
+	if (tctx && tctx->guard.granted)
+		slice = guard_slice_ns;
+	else if (tctx && tctx->relief.slice)
+		slice = tctx->relief.slice;
+	/* A slice can be refilled above the default; never charge < 0. */
+	u64 used = p->scx.slice < slice ? slice - p->scx.slice : 0;
+
+	return p->scx.dsq_vtime + used * 100 / task_weight(p, tctx, refresh);
+}
+
+__hidden bool queue_head_before(u64 dsq, u64 vtime)
+{
+	struct task_struct *q = __COMPAT_scx_bpf_dsq_peek(dsq);
+
+	return q && time_before(q->scx.dsq_vtime, vtime);
+}
+
+/*
+ * Let @prev run another slice: charge it for the one it just used first
+ * (no stopping()/running() pair happens in between), and fix the CPU's
+ * guest mark, which running() would otherwise have set.
+ */
+__hidden void keep_running(struct task_struct *prev, struct task_ctx *tctx,
+			   s32 cpu)
+{
+	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
+
+	/* The figures see the slice it ran, before the next one begins. */
+	gang_charge_run(cpu, tctx, account_checkpoint(tctx, scx_bpf_now()));
+	prev->scx.dsq_vtime = charged_vtime(prev, tctx, false);
+	if (tctx) {
+		tctx->guard.granted = false;
+		tctx->relief.slice = 0;
+	}
+	prev->scx.slice = tier_slice(tier);
+	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST);
+	stat_inc(LINGER_STAT_KEEP_PREV);
+}
+
+/*
+ * A task waking from sleep may bank at most one slice of vtime over the
+ * tasks that kept running: enough to run soon, not enough to monopolise
+ * the CPU after a long sleep. Tasks that stay runnable (preempted, slice
+ * expired) keep their vtime untouched, so weights hold exactly.
+ */
+__hidden void vtime_wake(struct task_struct *p, u32 tier)
+{
+	u64 floor = *tier_clock(tier) - tier_slice(tier);
+
+	if (time_before(p->scx.dsq_vtime, floor))
+		p->scx.dsq_vtime = floor;
+}
+
+/*
+ * The tier clock follows the vtime of whatever starts running, except
+ * members of slotted gangs. They run by slot, not by vtime: one that
+ * holds a CPU all slot long would drive the clock far ahead of the
+ * ordinary tasks sharing the other CPUs, and every waking task, placed
+ * no earlier than the clock minus a slice, would then wait behind all of
+ * them for as long as the gang runs (measured: the kernel's own watchdog
+ * work starved for 30 s, and the kernel ejected us).
+ */
+__hidden void vtime_advance(struct task_struct *p, struct task_ctx *tctx)
+{
+	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
+	u64 *clock = tier_clock(tier);
+
+	if (!sched_gang(tctx) && time_before(*clock, p->scx.dsq_vtime))
+		*clock = p->scx.dsq_vtime;
+}
+
+__hidden void vtime_detach(struct task_ctx *tctx)
+{
+	tctx->vt.vtier = LINGER_NR_TIERS;
+}
+
+__hidden void vtime_enable(struct task_struct *p)
+{
+	p->scx.dsq_vtime = vtime_now[LINGER_TIER_PRIMARY];
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * vtime.bpf.h - fairness within a tier by weighted virtual time, and
+ * slices. Design: vtime.bpf.c.
+ */
+#ifndef __SCX_LINGER_VTIME_BPF_H
+#define __SCX_LINGER_VTIME_BPF_H
+
+#include "linger.bpf.h"
+
+struct task_ctx;
+
+/* A task's vtime bookkeeping, written by vtime.bpf.c only. */
+struct vtime_task {
+	/*
+	 * The tier whose clock its vtime follows; LINGER_NR_TIERS for a
+	 * slotted gang member, whose vtime follows none (see gang_enqueue()).
+	 */
+	u32	vtier;
+};
+
+/* The slice a task of @tier runs. */
+u64 tier_slice(u32 tier);
+/* The vtime @p queues with in @tier's DSQ. */
+u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx, u32 tier);
+/* The vtime @p will have once charged for its current slice. */
+u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx, bool refresh);
+/* Does the first task queued on @dsq come before @vtime? */
+bool queue_head_before(u64 dsq, u64 vtime);
+/* dispatch(): let @prev run another slice on @cpu, charged for the last. */
+void keep_running(struct task_struct *prev, struct task_ctx *tctx, s32 cpu);
+/* runnable(): a waking task banks at most one slice over its tier. */
+void vtime_wake(struct task_struct *p, u32 tier);
+/* running(): the tier's clock follows what starts running. */
+void vtime_advance(struct task_struct *p, struct task_ctx *tctx);
+/* A slotted gang member's vtime follows no tier's clock from now on. */
+void vtime_detach(struct task_ctx *tctx);
+/* enable(): a task joining the scheduler starts level with primaries. */
+void vtime_enable(struct task_struct *p);
+
+#endif /* __SCX_LINGER_VTIME_BPF_H */

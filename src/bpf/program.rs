@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The BPF scheduler's life in the kernel: open the skeleton, write the
+//! tunables, load, fill its label map, attach, keep the labels in step with the cgroups,
+//! watch for the kernel ejecting it, detach.
+//!
+//! Attaching creates a struct_ops link owned by this process. If the agent
+//! dies for any reason, even SIGKILL, the kernel closes the link and every
+//! task falls back to the default scheduler: nothing the agent does or fails
+//! to do can strand a task. While the agent is merely slow or stuck, the
+//! BPF side keeps scheduling with the last labels it was given.
+
+use std::collections::BTreeMap;
+use std::mem::MaybeUninit;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use libbpf_rs::{Link, MapCore, MapFlags, OpenObject};
+use log::{info, warn};
+use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited};
+
+use super::intf;
+use super::skel::{BpfSkel, BpfSkelBuilder};
+
+/// Event counters the BPF side keeps per CPU (enum linger_stat).
+pub const NR_STATS: usize = intf::linger_stat_LINGER_NR_STATS as usize;
+/// Gangs the slot table holds (LINGER_MAX_GANGS).
+const MAX_GANGS: usize = intf::linger_consts_LINGER_MAX_GANGS as usize;
+
+// SAFETY (all five): bindgen's repr(C) structs of bpf/intf.h, made of
+// integers only, with every gap padded by an explicit field there, so any
+// bytes are a valid value and none is padding.
+unsafe impl bytemuck::Zeroable for intf::linger_label {}
+unsafe impl bytemuck::Pod for intf::linger_label {}
+unsafe impl bytemuck::Zeroable for intf::linger_gang_table {}
+unsafe impl bytemuck::Pod for intf::linger_gang_table {}
+unsafe impl bytemuck::Zeroable for intf::linger_gang_stats {}
+unsafe impl bytemuck::Pod for intf::linger_gang_stats {}
+unsafe impl bytemuck::Zeroable for intf::linger_cpu_acct {}
+unsafe impl bytemuck::Pod for intf::linger_cpu_acct {}
+unsafe impl bytemuck::Zeroable for intf::linger_job_acct {}
+unsafe impl bytemuck::Pod for intf::linger_job_acct {}
+
+/// A map value's bytes as the struct intf.h defines; a value of another
+/// size (never written by this BPF object) reads as zero.
+fn read_value<T: bytemuck::Pod>(raw: &[u8]) -> T {
+    bytemuck::try_pod_read_unaligned(raw).unwrap_or_else(|_| T::zeroed())
+}
+
+/// A cgrp_class entry: what the agent says one cgroup is.
+pub type LabelEntry = intf::linger_label;
+
+fn same_label(a: &LabelEntry, b: &LabelEntry) -> bool {
+    bytemuck::bytes_of(a) == bytemuck::bytes_of(b)
+}
+
+/// Volatile read-modify-write of a u64/u32 in the mmapped .bss.
+macro_rules! bss_update {
+    ($skel:expr, $field:ident, |$v:ident| $e:expr) => {{
+        let bss = $skel
+            .maps
+            .bss_data
+            .as_mut()
+            .context("BPF object has no .bss")?;
+        // SAFETY: the field lives in the .bss map shared with BPF; volatile
+        // accesses make each write visible to the BPF side as one store.
+        unsafe {
+            let p = std::ptr::addr_of_mut!(bss.$field);
+            let $v = std::ptr::read_volatile(p);
+            std::ptr::write_volatile(p, $e);
+        }
+    }};
+}
+
+/// Settings the BPF side reads at load time (see bpf/main.bpf.c).
+#[derive(Debug, Clone)]
+pub struct Tunables {
+    pub primary_slice: Duration,
+    pub guest_slice: Duration,
+    pub guard_interval: Duration,
+    pub guard_slice: Duration,
+    pub relief_wait: Duration,
+    pub relief_slice: Duration,
+    /// enum linger_class of cgroups that no label reaches.
+    pub default_class: u32,
+    /// Per-class and per-job accounting (account.bpf.h).
+    pub accounting: bool,
+    /// Testing only: make the BPF side fail this long after it starts.
+    pub debug_fail_after: Option<Duration>,
+    pub libbpf_verbose: bool,
+}
+
+pub struct Scheduler<'obj> {
+    skel: BpfSkel<'obj>,
+    link: Option<Link>,
+    /// What the cgrp_class map holds now (cgroup id -> label).
+    labels: BTreeMap<u64, LabelEntry>,
+}
+
+fn ns(d: Duration) -> u64 {
+    d.as_nanos().min(u64::MAX as u128) as u64
+}
+
+impl<'obj> Scheduler<'obj> {
+    pub fn load(storage: &'obj mut MaybeUninit<OpenObject>, t: &Tunables) -> Result<Self> {
+        let mut builder = BpfSkelBuilder::default();
+        builder.obj_builder.debug(t.libbpf_verbose);
+        let mut open = scx_ops_open!(builder, storage, linger_ops, None)?;
+
+        // 6.12 warns about schedulers that ignore cpu.weight unless they
+        // say they honour it; newer kernels dropped the flag.
+        if let Ok(flag) = scx_utils::compat::read_enum("scx_ops_flags", "SCX_OPS_HAS_CGROUP_WEIGHT")
+        {
+            open.struct_ops.linger_ops_mut().flags |= flag;
+        }
+        let watchdog_ms = open.struct_ops.linger_ops_mut().timeout_ms;
+        let rodata = open
+            .maps
+            .rodata_data
+            .as_mut()
+            .context("BPF object has no .rodata")?;
+        rodata.primary_slice_ns = ns(t.primary_slice);
+        rodata.guest_slice_ns = ns(t.guest_slice);
+        rodata.guard_interval_ns = ns(t.guard_interval);
+        rodata.guard_slice_ns = ns(t.guard_slice);
+        rodata.relief_wait_ns = ns(t.relief_wait);
+        rodata.relief_slice_ns = ns(t.relief_slice);
+        rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
+        rodata.default_class = t.default_class;
+        rodata.accounting = t.accounting;
+        rodata.debug_fail_after_ns = t.debug_fail_after.map_or(0, ns);
+
+        let skel = scx_ops_load!(open, linger_ops, uei)?;
+        info!(
+            "loaded: primary slice {} us, guest slice {} us, guard {} us every {} ms, gang relief {} us after {} us",
+            t.primary_slice.as_micros(),
+            t.guest_slice.as_micros(),
+            t.guard_slice.as_micros(),
+            t.guard_interval.as_millis(),
+            t.relief_slice.as_micros(),
+            t.relief_wait.as_micros(),
+        );
+        Ok(Self {
+            skel,
+            link: None,
+            labels: BTreeMap::new(),
+        })
+    }
+
+    /// Make the loaded scheduler the kernel's: from here on it schedules
+    /// every task. Labels written before this apply from the first decision.
+    pub fn attach(&mut self) -> Result<()> {
+        self.link = Some(scx_ops_attach!(self.skel, linger_ops)?);
+        info!("attached");
+        Ok(())
+    }
+
+    /// True once the kernel has disabled the scheduler (error, stall, sysrq).
+    pub fn exited(&self) -> bool {
+        uei_exited!(&self.skel, uei)
+    }
+
+    /// Make the BPF label map equal `want`, then bump the generation so
+    /// every task re-derives its class at its next scheduling event.
+    /// Returns how many entries changed. A failed update leaves the old
+    /// generation in place: BPF keeps using what it had.
+    pub fn sync_labels(&mut self, want: &BTreeMap<u64, LabelEntry>) -> Result<usize> {
+        let map = &self.skel.maps.cgrp_class;
+        let mut changed = 0;
+        for (id, label) in want {
+            if !self
+                .labels
+                .get(id)
+                .is_some_and(|had| same_label(had, label))
+            {
+                map.update(&id.to_ne_bytes(), bytemuck::bytes_of(label), MapFlags::ANY)
+                    .with_context(|| format!("writing the label of cgroup {id}"))?;
+                changed += 1;
+            }
+        }
+        let gone: Vec<u64> = self
+            .labels
+            .keys()
+            .filter(|id| !want.contains_key(id))
+            .copied()
+            .collect();
+        for id in &gone {
+            // Already gone is fine: the entry is what we wanted removed.
+            let _ = map.delete(&id.to_ne_bytes());
+            changed += 1;
+        }
+        self.labels = want.clone();
+        if changed > 0 {
+            bss_update!(self.skel, label_gen, |g| g.wrapping_add(1));
+        }
+        Ok(changed)
+    }
+
+    /// Hand BPF a new gang table: write the slot it is not reading, then
+    /// flip to it, so that its timer never reads a half-written table.
+    pub fn set_gang_table(&mut self, table: &intf::linger_gang_table) -> Result<()> {
+        let bss = self
+            .skel
+            .maps
+            .bss_data
+            .as_ref()
+            .context("BPF object has no .bss")?;
+        // SAFETY: a plain read of a u32 in the shared .bss.
+        let cur = unsafe { std::ptr::read_volatile(std::ptr::addr_of!(bss.gang_table_idx)) } & 1;
+        let next = cur ^ 1;
+        self.skel
+            .maps
+            .gang_tables
+            .update(
+                &next.to_ne_bytes(),
+                bytemuck::bytes_of(table),
+                MapFlags::ANY,
+            )
+            .context("writing the gang table")?;
+        bss_update!(self.skel, gang_table_idx, |_i| next);
+        Ok(())
+    }
+
+    /// The counters of gang number `g` (see struct linger_gang_stats).
+    pub fn gang_stat(&self, g: usize) -> Result<intf::linger_gang_stats> {
+        let key = (g.min(MAX_GANGS - 1) as u32).to_ne_bytes();
+        let raw = self
+            .skel
+            .maps
+            .gang_stats
+            .lookup(&key, MapFlags::ANY)
+            .context("reading the gang stats map")?
+            .unwrap_or_default();
+        Ok(read_value(&raw))
+    }
+
+    /// Whether the BPF side accounts per class and job.
+    pub fn accounting(&self) -> bool {
+        self.skel
+            .maps
+            .rodata_data
+            .as_ref()
+            .is_some_and(|r| r.accounting)
+    }
+
+    /// Per-class accounting, summed over the CPUs.
+    pub fn class_accounts(&self) -> Result<intf::linger_cpu_acct> {
+        let per_cpu = self
+            .skel
+            .maps
+            .cpu_accts
+            .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
+            .context("reading the cpu_accts map")?
+            .unwrap_or_default();
+        let mut total: intf::linger_cpu_acct = bytemuck::Zeroable::zeroed();
+        for raw in &per_cpu {
+            let c: intf::linger_cpu_acct = read_value(raw);
+            for a in 0..total.cpu_ns.len() {
+                total.cpu_ns[a] += c.cpu_ns[a];
+                total.runs[a] += c.runs[a];
+                total.delay_ns[a] += c.delay_ns[a];
+                for (t, v) in total.delay_hist[a].iter_mut().zip(c.delay_hist[a]) {
+                    *t += v;
+                }
+            }
+            total.backfill_ns += c.backfill_ns;
+        }
+        Ok(total)
+    }
+
+    /// Every job the BPF side has accounted, by cgroup id.
+    pub fn job_accounts(&self) -> Vec<(u64, intf::linger_job_acct)> {
+        let map = &self.skel.maps.job_accts;
+        map.keys()
+            .filter_map(|k| {
+                let id = u64::from_ne_bytes(k.as_slice().try_into().ok()?);
+                // A job deleted between keys() and here is simply skipped.
+                let raw = map.lookup(&k, MapFlags::ANY).ok()??;
+                Some((id, read_value(&raw)))
+            })
+            .collect()
+    }
+
+    /// Drop the accounting of a job whose cgroup is gone.
+    pub fn forget_job(&self, id: u64) {
+        let _ = self.skel.maps.job_accts.delete(&id.to_ne_bytes());
+    }
+
+    /// The current high-water period (see struct linger_gang_stats).
+    pub fn gang_hw_epoch(&self) -> u64 {
+        self.skel
+            .maps
+            .bss_data
+            .as_ref()
+            // SAFETY: a plain read of a u64 in the shared .bss.
+            .map(|b| unsafe { std::ptr::read_volatile(std::ptr::addr_of!(b.gang_hw_epoch)) })
+            .unwrap_or(0)
+    }
+
+    /// Start a new runnable high-water period.
+    pub fn next_gang_hw_epoch(&mut self) -> Result<()> {
+        bss_update!(self.skel, gang_hw_epoch, |e| e.wrapping_add(1));
+        Ok(())
+    }
+
+    /// The event counters, one array per CPU.
+    pub fn counters_per_cpu(&self) -> Result<Vec<[u64; NR_STATS]>> {
+        let key = 0u32.to_ne_bytes();
+        let per_cpu = self
+            .skel
+            .maps
+            .stats
+            .lookup_percpu(&key, MapFlags::ANY)
+            .context("reading the stats map")?
+            .unwrap_or_default();
+        Ok(per_cpu.iter().map(|raw| read_value(raw)).collect())
+    }
+
+    /// Detach (if still attached), report the kernel's exit reason, and
+    /// return it: the restart policy (lifecycle/restart.rs) decides what
+    /// follows.
+    pub fn shutdown(mut self) -> Exit {
+        // Dropping the link unregisters the scheduler; the kernel then
+        // records why it exited (SCX_EXIT_UNREG for a requested stop).
+        self.link.take();
+        let uei = scx_utils::uei_read!(&self.skel, uei);
+        // Prints "EXIT: ..." for an ordinary exit, returns it for an error.
+        if let Err(e) = uei.report() {
+            warn!("scx_linger was stopped by the kernel: {e:#}");
+        }
+        let (kind, why) = self
+            .skel
+            .maps
+            .data_data
+            .as_ref()
+            .map_or((0, String::new()), |d| {
+                // SAFETY: a plain read of an i32 in the shared .data.
+                let kind = unsafe { std::ptr::read_volatile(std::ptr::addr_of!(d.uei.kind)) };
+                let text = |b: &[std::ffi::c_char]| {
+                    let bytes: Vec<u8> = b
+                        .iter()
+                        .take_while(|c| **c != 0)
+                        .map(|c| *c as u8)
+                        .collect();
+                    String::from_utf8_lossy(&bytes).into_owned()
+                };
+                let (reason, msg) = (text(&d.uei.reason), text(&d.uei.msg));
+                (
+                    kind,
+                    if msg.is_empty() {
+                        reason
+                    } else {
+                        format!("{reason} ({msg})")
+                    },
+                )
+            });
+        Exit {
+            kind,
+            restart_requested: uei.should_restart(),
+            why,
+        }
+    }
+}
+
+/// How the kernel ended a run: enum scx_exit_kind, whether it asked for a
+/// restart (SCX_ECODE_ACT_RESTART), and its words for why.
+pub struct Exit {
+    pub kind: i32,
+    pub restart_requested: bool,
+    pub why: String,
+}

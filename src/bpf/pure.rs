@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The BPF side's pure arithmetic (bpf/lib/pure.h), compiled for the host
+//! by build.rs, for unit tests: the histogram bucket rule, a rotation's
+//! position at a clock time, and admission's starting gang are tested as
+//! the BPF program computes them, not as a Rust copy would.
+
+use super::intf::linger_rotation;
+
+extern "C" {
+    fn linger_pure_hist_bucket(ns: u64) -> u32;
+    fn linger_pure_rotation_at(
+        r: *const linger_rotation,
+        tai: u64,
+        mask: *mut u64,
+        open: *mut bool,
+    ) -> u64;
+    fn linger_pure_admit_first(mask: u64, cycle_no: u64) -> u32;
+}
+
+/// hist_bucket(): the histogram bucket a value of `ns` is counted in.
+pub fn hist_bucket(ns: u64) -> u32 {
+    // SAFETY: a pure function of its argument.
+    unsafe { linger_pure_hist_bucket(ns) }
+}
+
+/// rotation_at(): (gangs running, open phase, ns to the next boundary),
+/// or None for a rotation without gangs (cycle 0, which BPF never asks).
+pub fn rotation_at(r: &linger_rotation, tai: u64) -> Option<(u64, bool, u64)> {
+    if r.cycle_ns == 0 {
+        return None;
+    }
+    let (mut mask, mut open) = (0u64, false);
+    // SAFETY: reads the rotation we lend it, writes the two locals.
+    let left = unsafe { linger_pure_rotation_at(r, tai, &mut mask, &mut open) };
+    Some((mask, open, left))
+}
+
+/// admit_first(): the gang admission starts from in cycle `cycle_no`.
+pub fn admit_first(mask: u64, cycle_no: u64) -> u32 {
+    // SAFETY: a pure function of its arguments.
+    unsafe { linger_pure_admit_first(mask, cycle_no) }
+}

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Keeping the BPF side's gang rotation in step with the gangs on the
+//! node: number the gang labels, size each gang from what BPF counted,
+//! pack them into a slot table (gang.rs) and hand it over; tell the
+//! operator about gangs that cannot be co-scheduled.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::time::Duration;
+
+use anyhow::Result;
+use log::{debug, info, warn};
+
+use super::table::{self, GangLabel, GangLoad, GangRef, Numbers, Sizes, Table};
+use crate::bpf::program::{LabelEntry, Scheduler};
+use crate::labels::cgroups::Resolved;
+use crate::node;
+
+pub struct Rotation {
+    numbers: Numbers,
+    sizes: Sizes,
+    gangs: Vec<GangLabel>,
+    /// Gang number -> the size the current table was packed for.
+    packed: HashMap<usize, u32>,
+    default_slot: Duration,
+    open_pct: u32,
+    nr_cpus: u32,
+    /// The table BPF rotates through now.
+    table: Table,
+    /// Gangs already reported as too big or as left out.
+    warned_big: HashSet<u64>,
+    warned_full: HashSet<u64>,
+}
+
+impl Rotation {
+    pub fn new(default_slot: Duration, open_pct: u32) -> Rotation {
+        Rotation {
+            numbers: Numbers::default(),
+            sizes: Sizes::default(),
+            gangs: Vec::new(),
+            packed: HashMap::new(),
+            default_slot,
+            open_pct,
+            nr_cpus: node::online_cpus(),
+            table: Table::default(),
+            warned_big: HashSet::new(),
+            warned_full: HashSet::new(),
+        }
+    }
+
+    /// The cgrp_class entries for the cgroups with their own label, gangs
+    /// numbered. A gang beyond the 64 the table holds runs as ordinary
+    /// work of its tier (and is reported once).
+    pub fn label_entries(&mut self, resolved: &[Resolved]) -> BTreeMap<u64, LabelEntry> {
+        self.gangs = resolved
+            .iter()
+            .filter(|r| r.own && r.class.is_gang())
+            .map(|r| GangLabel {
+                id: r.id,
+                rel: r.rel.clone(),
+                class: r.class,
+                slot_ms: r.slot_ms,
+            })
+            .collect();
+        for rel in self.numbers.assign(&self.gangs) {
+            if let Some(g) = self.gangs.iter().find(|g| g.rel == rel) {
+                if self.warned_full.insert(g.id) {
+                    warn!(
+                        "gang /{rel}: the slot table is full ({} gangs): it runs as ordinary {} work until a gang ends",
+                        table::MAX_GANGS,
+                        g.class.tier()
+                    );
+                }
+            }
+        }
+        let live: HashSet<u64> = self.gangs.iter().map(|g| g.id).collect();
+        self.warned_full.retain(|id| live.contains(id));
+        self.warned_big.retain(|id| live.contains(id));
+        resolved
+            .iter()
+            .filter(|r| r.own)
+            .map(|r| {
+                let gang = match self.numbers.get(r.id) {
+                    Some(n) if r.class.is_gang() => GangRef::of(n),
+                    _ => GangRef::NONE,
+                };
+                (
+                    r.id,
+                    LabelEntry {
+                        class: r.class.bpf_value(),
+                        gang: gang.0,
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Whether any cgroup is labelled as a gang.
+    pub fn has_gangs(&self) -> bool {
+        !self.gangs.is_empty()
+    }
+
+    /// More members of a gang are runnable now than its slot was packed
+    /// for (a job that just started, woke after an idle spell, or grew):
+    /// worth repacking at once rather than at the next periodic rescan,
+    /// since a gang sharing a slot it does not fit in is time-shared.
+    pub fn needs_repack(&self, sched: &Scheduler) -> bool {
+        self.gangs.iter().any(|g| {
+            self.numbers.get(g.id).is_some_and(|n| {
+                let packed = self.packed.get(&n).copied().unwrap_or(0);
+                sched
+                    .gang_stat(n)
+                    .is_ok_and(|st| st.nr_runnable > i64::from(packed))
+            })
+        })
+    }
+
+    /// Size the gangs from BPF's counts, repack, and hand BPF the table if
+    /// it changed.
+    pub fn update(&mut self, sched: &mut Scheduler) -> Result<()> {
+        let epoch = sched.gang_hw_epoch();
+        let mut loads = Vec::with_capacity(self.gangs.len());
+        for g in &self.gangs {
+            let Some(n) = self.numbers.get(g.id) else {
+                continue;
+            };
+            let st = sched.gang_stat(n)?;
+            let now = st.nr_runnable.max(0) as u64;
+            // No change since the period began: the count stood still.
+            let hw = if st.hw_epoch == epoch {
+                st.runnable_hw.max(now)
+            } else {
+                now
+            };
+            self.sizes.record(n, hw.min(u32::MAX as u64) as u32);
+            debug!(
+                "gang /{}: {} runnable now, {hw} at most since the last packing, sized {}",
+                g.rel,
+                st.nr_runnable,
+                self.sizes.size(n)
+            );
+            loads.push(GangLoad {
+                number: n,
+                rel: g.rel.clone(),
+                tier: g.class.tier(),
+                slot: g
+                    .slot_ms
+                    .map_or(self.default_slot, |ms| Duration::from_millis(ms.into())),
+                size: self.sizes.size(n),
+            });
+        }
+        let numbers = &self.numbers;
+        let gangs = &self.gangs;
+        self.sizes
+            .retain(|n| gangs.iter().any(|g| numbers.get(g.id) == Some(n)));
+        sched.next_gang_hw_epoch()?;
+
+        for big in table::too_big(&loads, self.nr_cpus) {
+            let id = self.gangs.iter().find(|g| g.rel == big.rel).map(|g| g.id);
+            if id.is_some_and(|id| self.warned_big.insert(id)) {
+                warn!(
+                    "gang /{}: {} threads runnable at once but {} CPUs: it cannot be co-scheduled; it keeps a slot of its own, in which its threads take turns",
+                    big.rel, big.size, self.nr_cpus
+                );
+            }
+        }
+        let table = table::pack(&loads, self.nr_cpus, self.open_pct);
+        self.packed = loads.iter().map(|l| (l.number, l.size)).collect();
+        if table != self.table {
+            sched.set_gang_table(&table.to_bpf())?;
+            info!("gang table: {}", table.describe());
+            self.table = table;
+        }
+        Ok(())
+    }
+
+    /// The table BPF rotates through now.
+    pub fn table(&self) -> &Table {
+        &self.table
+    }
+
+    /// Every numbered gang: its label, number and current size.
+    pub fn numbered(&self) -> impl Iterator<Item = (&GangLabel, usize, u32)> + '_ {
+        self.gangs.iter().filter_map(|g| {
+            let n = self.numbers.get(g.id)?;
+            Some((g, n, self.sizes.size(n)))
+        })
+    }
+}

@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The cgroup2 tree as scx_linger sees it: where it is mounted, how an
+//! operator's path names a cgroup in it, the labels on each cgroup, and the
+//! class every cgroup ends up with.
+//!
+//! Labels live on the cgroups themselves as extended attributes, so they
+//! survive an agent restart and other tools can read them. BPF cannot read
+//! cgroup xattrs, so the agent scans the tree and hands the BPF side one
+//! entry per labelled cgroup (see classify.bpf.h for the other half).
+
+use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use walkdir::WalkDir;
+
+use crate::labels::class::{label_warnings, own_class, Class, Facts, Source};
+use crate::labels::config::Config;
+
+/// Root's label: needs CAP_SYS_ADMIN to set; wins over everything.
+pub const TRUSTED_XATTR: &str = "trusted.scx_linger.class";
+/// A delegated cgroup owner's label: can only demote to guest.
+pub const USER_XATTR: &str = "user.scx_linger.class";
+/// A gang's slot length in ms, beside the class label of the same namespace.
+pub const TRUSTED_SLOT_XATTR: &str = "trusted.scx_linger.slot_ms";
+pub const USER_SLOT_XATTR: &str = "user.scx_linger.slot_ms";
+
+/// Longest label value we read; a class name is a few bytes.
+const MAX_LABEL_LEN: usize = 64;
+
+/// The cgroup2 mount point, from /proc/self/mountinfo.
+pub fn cgroup2_mount() -> Result<PathBuf> {
+    let info =
+        std::fs::read_to_string("/proc/self/mountinfo").context("reading /proc/self/mountinfo")?;
+    mount_from_mountinfo(&info).context(
+        "no cgroup2 filesystem is mounted: mount one (mount -t cgroup2 none /sys/fs/cgroup)",
+    )
+}
+
+fn mount_from_mountinfo(info: &str) -> Option<PathBuf> {
+    info.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        if right.split_whitespace().next()? != "cgroup2" {
+            return None;
+        }
+        Some(PathBuf::from(left.split_whitespace().nth(4)?))
+    })
+}
+
+/// Turn an operator's cgroup argument into an absolute directory inside
+/// the mount and its path relative to the mount. Accepts `job/a`,
+/// `/job/a` (relative to the mount when it is not a host path inside it)
+/// and `/sys/fs/cgroup/job/a`. Symlinks are resolved, and the result must
+/// still be inside the mount.
+pub fn resolve(mount: &Path, arg: &str) -> Result<(PathBuf, String)> {
+    if arg.is_empty() {
+        bail!("empty cgroup path: name a cgroup, e.g. jobs/42");
+    }
+    let arg_path = Path::new(arg);
+    let candidate = if arg_path.is_absolute() && arg_path.starts_with(mount) {
+        arg_path.to_path_buf()
+    } else {
+        let rel: PathBuf = arg_path
+            .components()
+            .filter(|c| !matches!(c, Component::RootDir))
+            .collect();
+        mount.join(rel)
+    };
+    let shown: String = arg.chars().take(200).collect();
+    let real = std::fs::canonicalize(&candidate).map_err(|_| {
+        anyhow::anyhow!(
+            "cgroup {shown:?} not found under {}: create it first or check the path",
+            mount.display()
+        )
+    })?;
+    let mount_real = std::fs::canonicalize(mount).unwrap_or_else(|_| mount.to_path_buf());
+    let Ok(rel) = real.strip_prefix(&mount_real) else {
+        bail!(
+            "{shown:?} is not inside the cgroup2 mount {}: name a cgroup there",
+            mount.display()
+        );
+    };
+    if !real.is_dir() || !real.join("cgroup.procs").exists() {
+        bail!("{shown:?} is not a cgroup directory (no cgroup.procs)");
+    }
+    Ok((real.clone(), rel.to_string_lossy().into_owned()))
+}
+
+/// One cgroup and what is known about it.
+#[derive(Debug, Clone)]
+pub struct Cgroup {
+    /// Path relative to the mount, "" for the root.
+    pub rel: String,
+    /// Cgroup id: the directory's inode number (= kernfs node id, what BPF
+    /// reads as cgrp->kn->id).
+    pub id: u64,
+    pub facts: Facts,
+}
+
+/// A cgroup's effective class and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub rel: String,
+    pub id: u64,
+    pub class: Class,
+    pub source: Source,
+    /// The class comes from this cgroup's own labels (it goes in the map).
+    pub own: bool,
+    /// For a gang's own label: the slot length its label asks for.
+    pub slot_ms: Option<u32>,
+    pub warnings: Vec<String>,
+}
+
+fn read_label(dir: &Path, name: &str) -> Option<String> {
+    let raw = xattr::get(dir, name).ok().flatten()?;
+    let raw = &raw[..raw.len().min(MAX_LABEL_LEN)];
+    Some(String::from_utf8_lossy(raw).trim().to_string())
+}
+
+/// Scan every cgroup below the mount. Cgroups that vanish mid-scan (jobs
+/// ending) are skipped, not errors.
+pub fn scan(mount: &Path, cfg: &Config) -> Result<Vec<Cgroup>> {
+    let mut out = Vec::new();
+    // Parents come before their children; a cgroup removed mid-walk is
+    // an error entry, skipped.
+    let dirs = WalkDir::new(mount)
+        .follow_links(false)
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_dir());
+    for entry in dirs {
+        let dir = entry.path();
+        let Ok(meta) = entry.metadata() else {
+            continue;
+        };
+        let rel = dir
+            .strip_prefix(mount)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let cpu_idle = cfg.honor_cpu_idle
+            && std::fs::read_to_string(dir.join("cpu.idle")).is_ok_and(|s| s.trim() == "1");
+        let rule = cfg.rule_for(&rel);
+        let facts = Facts {
+            trusted: read_label(dir, TRUSTED_XATTR),
+            user: read_label(dir, USER_XATTR),
+            rule: rule.map(|r| (r.class, r.pattern.clone())),
+            cpu_idle,
+            trusted_slot: read_label(dir, TRUSTED_SLOT_XATTR),
+            user_slot: read_label(dir, USER_SLOT_XATTR),
+            rule_slot: rule.and_then(|r| r.slot_ms),
+        };
+        out.push(Cgroup {
+            rel,
+            id: meta.ino(),
+            facts,
+        });
+    }
+    Ok(out)
+}
+
+fn parent_of(rel: &str) -> Option<&str> {
+    if rel.is_empty() {
+        None
+    } else {
+        Some(rel.rsplit_once('/').map_or("", |(p, _)| p))
+    }
+}
+
+/// Effective class of every cgroup: its own label, else its nearest
+/// labelled ancestor's, else the default; the root is always primary.
+pub fn resolve_all(cgroups: &[Cgroup], default: Class) -> Vec<Resolved> {
+    // Parents before children: sort by depth, then path.
+    let mut order: Vec<&Cgroup> = cgroups.iter().collect();
+    order.sort_by_key(|c| {
+        (
+            c.rel.matches('/').count() + usize::from(!c.rel.is_empty()),
+            c.rel.clone(),
+        )
+    });
+    let mut done: HashMap<&str, (Class, Source)> = HashMap::new();
+    let mut out = Vec::with_capacity(order.len());
+    for c in order {
+        let own = if c.rel.is_empty() {
+            None
+        } else {
+            own_class(&c.facts)
+        };
+        let (class, source) = if c.rel.is_empty() {
+            (Class::Primary, Source::Root)
+        } else if let Some((cl, src)) = own.clone() {
+            (cl, src)
+        } else {
+            let parent = parent_of(&c.rel).unwrap_or("");
+            match done.get(parent) {
+                None | Some((_, Source::Root | Source::Default)) => (default, Source::Default),
+                Some((cl, Source::Inherited(from))) => (*cl, Source::Inherited(from.clone())),
+                Some((cl, _)) => (*cl, Source::Inherited(parent.to_string())),
+            }
+        };
+        let mut warnings = label_warnings(&c.facts);
+        let slot_ms = match (&own, class.is_gang()) {
+            (Some((_, src)), true) => own_slot_ms(&c.facts, src, &mut warnings),
+            _ => None,
+        };
+        done.insert(&c.rel, (class, source.clone()));
+        out.push(Resolved {
+            rel: c.rel.clone(),
+            id: c.id,
+            class,
+            source,
+            own: own.is_some(),
+            slot_ms,
+            warnings,
+        });
+    }
+    out
+}
+
+/// A gang's slot length from the same place as its class label; a value
+/// that does not parse is reported and the default used.
+fn own_slot_ms(f: &Facts, source: &Source, warnings: &mut Vec<String>) -> Option<u32> {
+    let raw = match source {
+        Source::Trusted => f.trusted_slot.as_deref(),
+        Source::User => f.user_slot.as_deref(),
+        Source::Config(_) => return f.rule_slot,
+        _ => None,
+    }?;
+    match raw
+        .parse::<u64>()
+        .map_err(anyhow::Error::from)
+        .and_then(super::class::check_slot_ms)
+    {
+        Ok(ms) => Some(ms),
+        Err(e) => {
+            let shown: String = raw.chars().take(20).collect();
+            warnings.push(format!(
+                "slot_ms {shown:?} ignored ({e:#}): the default slot applies"
+            ));
+            None
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cg(rel: &str, id: u64, trusted: Option<&str>, user: Option<&str>) -> Cgroup {
+        Cgroup {
+            rel: rel.into(),
+            id,
+            facts: Facts {
+                trusted: trusted.map(str::to_string),
+                user: user.map(str::to_string),
+                ..Facts::default()
+            },
+        }
+    }
+
+    fn class_of<'a>(r: &'a [Resolved], rel: &str) -> &'a Resolved {
+        r.iter().find(|x| x.rel == rel).unwrap()
+    }
+
+    #[test]
+    fn finds_the_cgroup2_mount() {
+        let info = "22 1 0:21 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw\n\
+                    23 1 0:22 / /proc rw - proc proc rw\n";
+        assert_eq!(
+            mount_from_mountinfo(info),
+            Some(PathBuf::from("/sys/fs/cgroup"))
+        );
+        assert_eq!(
+            mount_from_mountinfo("23 1 0:22 / /proc rw - proc proc rw\n"),
+            None
+        );
+    }
+
+    #[test]
+    fn descendants_inherit_unless_labelled() {
+        let cgs = vec![
+            cg("", 1, None, None),
+            cg("jobs", 2, Some("guest"), None),
+            cg("jobs/a", 3, None, None),
+            cg("jobs/a/step", 4, None, None),
+            cg("jobs/b", 5, Some("primary"), None),
+            cg("system.slice", 6, None, None),
+            cg("users/u1", 8, None, Some("guest")),
+            cg("users", 7, None, None),
+        ];
+        let r = resolve_all(&cgs, Class::Primary);
+        assert_eq!(class_of(&r, "").source, Source::Root);
+        assert_eq!(class_of(&r, "jobs/a/step").class, Class::Guest);
+        assert_eq!(
+            class_of(&r, "jobs/a/step").source,
+            Source::Inherited("jobs".into())
+        );
+        assert_eq!(class_of(&r, "jobs/b").class, Class::Primary);
+        assert_eq!(class_of(&r, "system.slice").source, Source::Default);
+        assert_eq!(class_of(&r, "users/u1").class, Class::Guest);
+        let own: Vec<(u64, Class)> = r
+            .iter()
+            .filter(|x| x.own)
+            .map(|x| (x.id, x.class))
+            .collect();
+        assert_eq!(own.len(), 3);
+        assert!(own.contains(&(2, Class::Guest)) && own.contains(&(5, Class::Primary)));
+    }
+
+    #[test]
+    fn default_class_applies_below_the_root_only() {
+        let cgs = vec![cg("", 1, None, None), cg("svc", 2, None, None)];
+        let r = resolve_all(&cgs, Class::Guest);
+        assert_eq!(class_of(&r, "").class, Class::Primary);
+        assert_eq!(class_of(&r, "svc").class, Class::Guest);
+        assert!(
+            r.iter().all(|x| !x.own),
+            "the default is a BPF tunable, not entries"
+        );
+    }
+
+    #[test]
+    fn resolves_operator_paths_inside_the_mount_only() {
+        let mount = tempfile::tempdir().unwrap();
+        let m = mount.path();
+        std::fs::create_dir_all(m.join("jobs/my job ü")).unwrap();
+        std::fs::write(m.join("jobs/my job ü/cgroup.procs"), "").unwrap();
+        std::fs::create_dir_all(m.join("plain")).unwrap();
+        let (abs, rel) = resolve(m, "jobs/my job ü").unwrap();
+        assert_eq!(rel, "jobs/my job ü");
+        assert!(abs.ends_with("jobs/my job ü"));
+        assert_eq!(resolve(m, "/jobs/my job ü").unwrap().1, "jobs/my job ü");
+        let full = m.join("jobs/my job ü");
+        assert_eq!(
+            resolve(m, full.to_str().unwrap()).unwrap().1,
+            "jobs/my job ü"
+        );
+
+        let e = |a: &str| format!("{:#}", resolve(m, a).unwrap_err());
+        assert!(e("nope").contains("not found"));
+        assert!(e("").contains("empty"));
+        assert!(e("plain").contains("not a cgroup"));
+        assert!(e("../../../../etc").contains("not"));
+        assert!(e(&"a/".repeat(3000)).len() < 400);
+
+        std::os::unix::fs::symlink("/etc", m.join("jobs/escape")).unwrap();
+        assert!(e("jobs/escape").contains("not inside the cgroup2 mount"));
+    }
+}

@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The config file (TOML): rules that map cgroup paths to classes, for
+//! setups where jobs land in cgroups an operator does not tag one by one
+//! (Kubernetes QoS slices, Slurm job cgroups). See examples/*.toml.
+//!
+//! A config either loads whole or not at all: every error names the file
+//! and the field, and nothing of a bad config is applied.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use globset::{Glob, GlobBuilder, GlobMatcher};
+use serde::Deserialize;
+
+use crate::labels::class::Class;
+
+/// Where `run` and `ls` look when no `--config` is given.
+pub const DEFAULT_PATH: &str = "/etc/scx_linger/config.toml";
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    default_class: Option<String>,
+    #[serde(default)]
+    honor_cpu_idle: Option<bool>,
+    #[serde(default, rename = "rule")]
+    rules: Vec<RawRule>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    cgroup: String,
+    class: String,
+    #[serde(default)]
+    slot_ms: Option<u64>,
+}
+
+/// One rule: a glob over cgroup paths relative to the cgroup2 root.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub pattern: String,
+    pub class: Class,
+    /// Slot length for a gang rule (None: the agent's default).
+    pub slot_ms: Option<u32>,
+    matcher: GlobMatcher,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Class of cgroups no label reaches (the root cgroup stays primary).
+    pub default_class: Class,
+    /// Treat `cpu.idle` = 1 cgroups as guests unless labelled otherwise.
+    pub honor_cpu_idle: bool,
+    pub rules: Vec<Rule>,
+    /// The file it came from, if any.
+    pub path: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            default_class: Class::Primary,
+            honor_cpu_idle: true,
+            rules: Vec::new(),
+            path: None,
+        }
+    }
+}
+
+impl Config {
+    /// Load `explicit` (which must exist), else DEFAULT_PATH if it exists,
+    /// else the defaults.
+    pub fn load(explicit: Option<&Path>) -> Result<Config> {
+        match explicit {
+            Some(p) => Self::from_file(p),
+            None if Path::new(DEFAULT_PATH).exists() => Self::from_file(Path::new(DEFAULT_PATH)),
+            None => Ok(Config::default()),
+        }
+    }
+
+    pub fn from_file(path: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read config {}", path.display()))?;
+        let mut cfg = Self::parse(&text).with_context(|| format!("config {}", path.display()))?;
+        cfg.path = Some(path.to_path_buf());
+        Ok(cfg)
+    }
+
+    pub fn parse(text: &str) -> Result<Config> {
+        // toml's messages span several lines; keep the first, which says
+        // what is wrong and where.
+        let raw: RawConfig = toml::from_str(text).map_err(|e| {
+            let msg = e
+                .message()
+                .lines()
+                .next()
+                .unwrap_or("invalid TOML")
+                .to_string();
+            match e.span() {
+                Some(span) => {
+                    let line = text[..span.start.min(text.len())].lines().count().max(1);
+                    anyhow::anyhow!("line {line}: {msg}")
+                }
+                None => anyhow::anyhow!("{msg}"),
+            }
+        })?;
+        let default_class = match raw.default_class.as_deref() {
+            None => Class::Primary,
+            Some(s) => s.parse().context("default_class")?,
+        };
+        if default_class.is_gang() {
+            bail!("default_class = {default_class:?}: a gang is one job, tag its cgroup instead; use primary or guest");
+        }
+        let mut rules = Vec::new();
+        for (i, r) in raw.rules.iter().enumerate() {
+            let class: Class = r
+                .class
+                .parse()
+                .with_context(|| format!("rule {} ({:?})", i + 1, r.cgroup))?;
+            let pattern = r.cgroup.trim_matches('/').to_string();
+            if pattern.is_empty() && class != Class::Primary {
+                bail!(
+                    "rule {} labels the root cgroup {class}: the root holds kernel threads and system services; label job cgroups instead",
+                    i + 1
+                );
+            }
+            let slot_ms = match r.slot_ms {
+                None => None,
+                Some(_) if !class.is_gang() => bail!(
+                    "rule {} ({:?}): slot_ms applies to gangs only: drop it or make the class gang",
+                    i + 1,
+                    r.cgroup
+                ),
+                Some(ms) => Some(
+                    super::class::check_slot_ms(ms).with_context(|| format!("rule {}", i + 1))?,
+                ),
+            };
+            let glob: Glob = GlobBuilder::new(&pattern)
+                .literal_separator(true)
+                .build()
+                .with_context(|| format!("rule {}: bad pattern {:?}", i + 1, r.cgroup))?;
+            rules.push(Rule {
+                pattern,
+                class,
+                slot_ms,
+                matcher: glob.compile_matcher(),
+            });
+        }
+        Ok(Config {
+            default_class,
+            honor_cpu_idle: raw.honor_cpu_idle.unwrap_or(true),
+            rules,
+            path: None,
+        })
+    }
+
+    /// The first rule matching a cgroup path (relative, no leading '/').
+    pub fn rule_for(&self, rel_path: &str) -> Option<&Rule> {
+        self.rules.iter().find(|r| r.matcher.is_match(rel_path))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_shipped_examples() {
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples")).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                Config::from_file(&path).unwrap_or_else(|e| panic!("{}: {e:#}", path.display()));
+            }
+        }
+    }
+
+    #[test]
+    fn gang_rules_carry_their_slot() {
+        let cfg = Config::parse(
+            "[[rule]]\ncgroup = \"mpi/*\"\nclass = \"gang\"\nslot_ms = 200\n\
+             [[rule]]\ncgroup = \"omp/*\"\nclass = \"guest-gang\"\n",
+        )
+        .unwrap();
+        let r = cfg.rule_for("mpi/j1").unwrap();
+        assert_eq!((r.class, r.slot_ms), (Class::Gang, Some(200)));
+        let r = cfg.rule_for("omp/j2").unwrap();
+        assert_eq!((r.class, r.slot_ms), (Class::GuestGang, None));
+    }
+
+    #[test]
+    fn rules_match_paths_with_globs() {
+        let cfg = Config::parse(
+            r#"
+            default_class = "primary"
+            [[rule]]
+            cgroup = "kubepods.slice/kubepods-besteffort.slice"
+            class = "guest"
+            [[rule]]
+            cgroup = "/system.slice/slurmstepd.scope/job_*/"
+            class = "guest"
+            [[rule]]
+            cgroup = "batch/**"
+            class = "guest"
+            "#,
+        )
+        .unwrap();
+        let class = |p: &str| cfg.rule_for(p).map(|r| r.class);
+        assert_eq!(
+            class("kubepods.slice/kubepods-besteffort.slice"),
+            Some(Class::Guest)
+        );
+        assert_eq!(class("kubepods.slice/kubepods-burstable.slice"), None);
+        assert_eq!(
+            class("system.slice/slurmstepd.scope/job_42"),
+            Some(Class::Guest)
+        );
+        // `*` stays within one path component; descendants inherit instead.
+        assert_eq!(class("system.slice/slurmstepd.scope/job_42/step_0"), None);
+        assert_eq!(class("batch/a/b"), Some(Class::Guest));
+    }
+
+    #[test]
+    fn bad_configs_are_rejected_whole_with_the_reason() {
+        let err = |t: &str| format!("{:#}", Config::parse(t).unwrap_err());
+        assert!(err(r#"default_class = "idle""#).contains("unknown class \"idle\""));
+        let e = err("[[rule]]\ncgroup = \"a\"\nclass = \"best\"\n");
+        assert!(e.contains("rule 1") && e.contains("unknown class"), "{e}");
+        assert!(err("[[rule]]\ncgroup = \"a\"\n").contains("class"));
+        assert!(err("colour = 1\n").contains("unknown field"));
+        assert!(err("[[rule]]\ncgroup = \"a[\"\nclass = \"guest\"\n").contains("bad pattern"));
+        assert!(err("this is not toml").contains("line 1"));
+        let e = err("[[rule]]\ncgroup = \"/\"\nclass = \"guest\"\n");
+        assert!(e.contains("root cgroup"), "{e}");
+        let e = err("[[rule]]\ncgroup = \"/\"\nclass = \"gang\"\n");
+        assert!(e.contains("root cgroup"), "{e}");
+        assert!(err(r#"default_class = "gang""#).contains("tag its cgroup"));
+        let e = err("[[rule]]\ncgroup = \"a\"\nclass = \"guest\"\nslot_ms = 50\n");
+        assert!(e.contains("gangs only"), "{e}");
+        let e = err("[[rule]]\ncgroup = \"a\"\nclass = \"gang\"\nslot_ms = 5\n");
+        assert!(e.contains("rule 1") && e.contains("slot"), "{e}");
+    }
+
+    #[test]
+    fn missing_file_names_the_path() {
+        let e = Config::load(Some(Path::new("/nonexistent/linger.toml"))).unwrap_err();
+        assert!(format!("{e:#}").contains("/nonexistent/linger.toml"));
+    }
+}

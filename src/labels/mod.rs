@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! What each cgroup is: the classes operators label jobs with
+//! (class.rs: the vocabulary and who may label what), the labels read
+//! from the cgroup tree and the class every cgroup ends up with
+//! (cgroups.rs), the site's rules (config.rs), and the `tag`, `untag`
+//! and `ls` commands (tag.rs).
+//!
+//! Owns every decision about a cgroup's class. Imports only node.rs and
+//! bpf::intf (for the class values the BPF side shares); never the
+//! running scheduler, gangs or figures.
+pub mod cgroups;
+pub mod class;
+pub mod config;
+#[cfg(test)]
+mod hostile_input;
+pub mod tag;

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! One run of the scheduler: load it, then keep its labels, gang table
+//! and stats in step with the node until the agent is asked to stop or
+//! the kernel ends the run. Scheduling never waits on this loop: the BPF
+//! side decides on its own with what it was last given.
+
+use std::mem::MaybeUninit;
+use std::path::Path;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use anyhow::Result;
+use log::{debug, info, warn};
+
+use super::restart::Ending;
+use super::{Event, RunArgs};
+use crate::bpf::program::{Scheduler, Tunables};
+use crate::gangs::rotation::Rotation;
+use crate::labels::cgroups;
+use crate::labels::class::Class;
+use crate::labels::config::Config;
+use crate::observe::counters::Counters;
+use crate::observe::gang_figures;
+use crate::observe::sampler::{Labelled, Sampler};
+use crate::observe::server::Latest;
+
+/// How a run ended, and the kernel's words for why.
+pub struct Ended {
+    pub ending: Ending,
+    pub why: String,
+}
+
+/// How often the stats are read (what `top` refreshes at).
+const SAMPLE_EVERY: Duration = Duration::from_secs(1);
+/// How often the loop looks at the kernel at the least (an ejection is
+/// noticed within this), and how often while gangs exist.
+const EJECT_WATCH: Duration = Duration::from_millis(100);
+const GANG_WATCH: Duration = Duration::from_millis(50);
+
+/// Rescan the cgroup tree and hand the labels to BPF; keep the scan in
+/// `labelled` for the stats. A failure keeps the labels BPF already has:
+/// scheduling never waits on the agent. Returns true if any label changed.
+fn sync_labels(
+    sched: &mut Scheduler,
+    rotation: &mut Rotation,
+    labelled: &mut Labelled,
+    mount: &Path,
+    cfg: &Config,
+) -> bool {
+    let started = Instant::now();
+    let result = cgroups::scan(mount, cfg).and_then(|cgs| {
+        let resolved = cgroups::resolve_all(&cgs, cfg.default_class);
+        let want = rotation.label_entries(&resolved);
+        let changed = sched.sync_labels(&want)?;
+        let count = |c: Class| resolved.iter().filter(|r| r.own && r.class == c).count();
+        let counts = Class::ALL.map(|c| format!("{} {c}", count(c))).join(", ");
+        *labelled = Labelled {
+            at: Some(started),
+            cgroups: resolved,
+        };
+        Ok((cgs.len(), want.len(), counts, changed))
+    });
+    match result {
+        Ok((n, labelled, counts, changed)) if changed > 0 => {
+            info!(
+                "labels: {labelled} labelled cgroups ({counts}) of {n}; {changed} changed in {:?}",
+                started.elapsed()
+            );
+            true
+        }
+        Ok((n, ..)) => {
+            debug!(
+                "labels: {n} cgroups scanned, no change, {:?}",
+                started.elapsed()
+            );
+            false
+        }
+        Err(e) => {
+            warn!("label scan failed, keeping the previous labels: {e:#}");
+            false
+        }
+    }
+}
+
+/// Load the scheduler and serve it until it ends (see the module comment).
+pub fn run(
+    args: &RunArgs,
+    cfg: &Config,
+    mount: &Path,
+    tunables: &Tunables,
+    events: &Receiver<Event>,
+    latest: &Latest,
+) -> Result<Ended> {
+    let mut storage = MaybeUninit::uninit();
+    let mut sched = Scheduler::load(&mut storage, tunables)?;
+    let mut rotation = Rotation::new(Duration::from_millis(args.slot_ms), args.gang_open_pct);
+    let mut labelled = Labelled::default();
+    // Labels first, then attach: no task is ever scheduled as a primary
+    // just because the first scan had not finished (a restart under load).
+    sync_labels(&mut sched, &mut rotation, &mut labelled, mount, cfg);
+    sched.attach()?;
+    let mut sampler = Sampler::new();
+    println!("scx_linger: scheduler enabled");
+
+    let rescan_every = Duration::from_millis(args.rescan_ms);
+    let stats_every = Duration::from_secs(args.stats);
+    let mut next_rescan = Instant::now() + rescan_every;
+    // Gang sizes come from BPF's counts, which follow a label change at
+    // the members' next scheduling events: repack soon after one.
+    let mut next_repack = Instant::now() + Duration::from_millis(200);
+    let mut next_stats = Instant::now() + stats_every;
+    let mut next_sample = Instant::now();
+    let mut last = Counters::default();
+    let mut requested = false;
+    while !sched.exited() {
+        // Wake at least every 100 ms to notice the kernel ejecting us, and
+        // every 50 ms while there are gangs: a gang that starts or grows
+        // runs time-shared (or is left out of its crowded slot) until it
+        // is repacked, and reading its counts costs a few map lookups.
+        let poll = if rotation.has_gangs() {
+            GANG_WATCH
+        } else {
+            EJECT_WATCH
+        };
+        let mut wake = next_rescan.min(next_sample).min(Instant::now() + poll);
+        if args.stats > 0 {
+            wake = wake.min(next_stats);
+        }
+        match events.recv_timeout(wake.saturating_duration_since(Instant::now())) {
+            Ok(Event::Stop) => {
+                requested = true;
+                break;
+            }
+            Ok(Event::Rescan) => next_rescan = Instant::now(),
+            Err(_) => {}
+        }
+        let now = Instant::now();
+        if now >= next_rescan {
+            if sync_labels(&mut sched, &mut rotation, &mut labelled, mount, cfg) {
+                next_repack = next_repack.min(now + Duration::from_millis(200));
+            }
+            next_rescan = now + rescan_every;
+        }
+        if now >= next_repack || rotation.needs_repack(&sched) {
+            if let Err(e) = rotation.update(&mut sched) {
+                warn!("gang table update failed, keeping the previous one: {e:#}");
+            }
+            next_repack = now + rescan_every;
+        }
+        if now >= next_sample {
+            let snap = sampler.sample(&sched, &rotation, &labelled);
+            if let Ok(mut l) = latest.lock() {
+                *l = Some(snap);
+            }
+            next_sample = now + SAMPLE_EVERY;
+        }
+        if args.stats > 0 && now >= next_stats {
+            next_stats = now + stats_every;
+            match sched.counters_per_cpu() {
+                Ok(per_cpu) => {
+                    let c = Counters::sum_per_cpu(&per_cpu);
+                    info!("stats: {}", c.since(&last).line());
+                    last = c;
+                    for line in gang_figures::summary(&rotation, &sched) {
+                        info!("stats: {line}");
+                    }
+                }
+                Err(e) => warn!("{e:#}"),
+            }
+        }
+    }
+
+    for line in gang_figures::summary(&rotation, &sched) {
+        info!("{line}");
+    }
+    let exit = sched.shutdown();
+    println!("scx_linger: scheduler disabled");
+    let ending = if requested {
+        Ending::Requested
+    } else {
+        Ending::from_exit(exit.kind, exit.restart_requested)
+    };
+    Ok(Ended {
+        ending,
+        why: exit.why,
+    })
+}
