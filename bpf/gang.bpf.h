@@ -102,8 +102,14 @@ void gang_note_start(struct task_ctx *tctx, u32 g, u64 now);
 /* gang_run.bpf.c: members on CPUs. */
 u64 task_dsq(const struct task_ctx *tctx, u32 tier);
 void gang_enqueue(struct task_struct *p, struct task_ctx *tctx, u32 gang, u64 enq_flags);
-bool gang_dispatch(u32 tier, s32 cpu, struct task_struct *prev,
-		   struct task_ctx *ptctx, u64 now);
+/* What gang_dispatch() did with the CPU. */
+enum gang_dispatch {
+	GANG_NOTHING,		/* no member for it: the caller goes on */
+	GANG_DISPATCHED,	/* a waiting member moves here */
+	GANG_KEEP_PREV,		/* prev, a member, keeps it: the caller refills it */
+};
+enum gang_dispatch gang_dispatch(u32 tier, s32 cpu, struct task_struct *prev,
+				 struct task_ctx *ptctx, u64 now);
 bool gang_relief(u64 now);
 u64 guest_gangs_queued(void);
 bool guard_grant_guest_gang(void);

@@ -113,33 +113,33 @@ static void gang_make_room(struct task_struct *p, u32 g, u32 tier)
 /*
  * dispatch() for the active gangs of @tier. A member already on this CPU
  * keeps it unless a fellow member waits (only when the gang has more
- * runnable members than CPUs: then they take turns); otherwise the CPU
- * takes a waiting member of an active gang.
+ * runnable members than CPUs: then they take turns), which the caller
+ * does; otherwise the CPU takes a waiting member of an active gang.
  */
-__hidden bool gang_dispatch(u32 tier, s32 cpu, struct task_struct *prev,
-			    struct task_ctx *ptctx, u64 now)
+__hidden enum gang_dispatch gang_dispatch(u32 tier, s32 cpu,
+					  struct task_struct *prev,
+					  struct task_ctx *ptctx, u64 now)
 {
 	u64 mask = gang_admitted(tier);
 	u32 gang = sched_gang(ptctx), g;
 
 	if (!mask)
-		return false;
+		return GANG_NOTHING;
 	if (prev && gang != LINGER_GANG_NONE && ptctx->cls.tier == tier &&
 	    (mask & gang_bit(gang_of_ref(gang))) &&
 	    !scx_bpf_dsq_nr_queued(GANG_DSQ(gang_of_ref(gang)))) {
 		gang_note_start(ptctx, gang_of_ref(gang), now);
-		keep_running(prev, ptctx, cpu);
-		return true;
+		return GANG_KEEP_PREV;
 	}
 	bpf_for(g, 0, LINGER_MAX_GANGS) {
 		if (!(mask & gang_bit(g)))
 			continue;
 		if (scx_bpf_dsq_move_to_local(GANG_DSQ(g), 0)) {
 			stat_inc(LINGER_STAT_GANG_DISPATCH);
-			return true;
+			return GANG_DISPATCHED;
 		}
 	}
-	return false;
+	return GANG_NOTHING;
 }
 
 /*

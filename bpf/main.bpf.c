@@ -94,6 +94,46 @@ const volatile bool accounting = true;
 UEI_DEFINE(uei);
 
 /*
+ * Let @prev run another slice: charge it for the one it just used first
+ * (no stopping()/running() pair happens in between), and fix the CPU's
+ * guest mark, which running() would otherwise have set.
+ */
+static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
+			 s32 cpu)
+{
+	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
+
+	/* The figures see the slice it ran, before the next one begins. */
+	gang_charge_run(cpu, tctx, account_checkpoint(tctx, scx_bpf_now()));
+	prev->scx.dsq_vtime = charged_vtime(prev, tctx, false);
+	if (tctx) {
+		tctx->guard.granted = false;
+		tctx->relief.slice = 0;
+	}
+	prev->scx.slice = tier_slice(tier);
+	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST);
+	stat_inc(LINGER_STAT_KEEP_PREV);
+}
+
+/*
+ * The active gangs of @tier take this CPU: a member on it keeps it, or it
+ * takes a waiting member. True if dispatch() is done.
+ */
+static bool dispatch_gang(u32 tier, s32 cpu, struct task_struct *prev,
+			  struct task_ctx *tctx, u64 now)
+{
+	switch (gang_dispatch(tier, cpu, prev, tctx, now)) {
+	case GANG_KEEP_PREV:
+		keep_running(prev, tctx, cpu);
+		return true;
+	case GANG_DISPATCHED:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/*
  * select_cpu: @p is waking up (or was just forked or exec'd) and is not on
  * any queue yet. The kernel moves it to the CPU returned, and a task
  * inserted into SCX_DSQ_LOCAL here is dispatched there at once and skips
@@ -265,7 +305,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 */
 	if (!gang_open && gang_relief(now))
 		return;
-	if (!gang_open && gang_dispatch(LINGER_TIER_PRIMARY, cpu, prev, tctx, now))
+	if (!gang_open && dispatch_gang(LINGER_TIER_PRIMARY, cpu, prev, tctx, now))
 		return;
 
 	/*
@@ -291,7 +331,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	}
 
 	/* The open phase: the next primary gang fills what ordinary work leaves. */
-	if (gang_open && gang_dispatch(LINGER_TIER_PRIMARY, cpu, prev, tctx, now))
+	if (gang_open && dispatch_gang(LINGER_TIER_PRIMARY, cpu, prev, tctx, now))
 		return;
 
 	/*
@@ -305,7 +345,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	}
 	/* Guests: those in the slot's guest gangs first, then the rest. */
-	if (gang_dispatch(LINGER_TIER_GUEST, cpu, prev, tctx, now))
+	if (dispatch_gang(LINGER_TIER_GUEST, cpu, prev, tctx, now))
 		return;
 	if (scx_bpf_dsq_move_to_local(LINGER_TIER_GUEST, 0)) {
 		guard_note_guest_dispatch(now);
@@ -374,7 +414,7 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	mark_guest_cpu(scx_bpf_task_cpu(p), tier == LINGER_TIER_GUEST && !granted);
 	account_running(tctx, now);
 	gang_note_running(scx_bpf_task_cpu(p), tctx, now);
-	vtime_advance(p, tctx);
+	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE);
 }
 
 /*

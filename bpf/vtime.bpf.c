@@ -14,8 +14,6 @@
  * started running. New and waking tasks are placed against it.
  */
 #include "ctx.bpf.h"
-#include "preempt.bpf.h"
-#include "stats.bpf.h"
 
 static u64 vtime_now[LINGER_NR_TIERS];
 
@@ -88,28 +86,6 @@ __hidden bool queue_head_before(u64 dsq, u64 vtime)
 }
 
 /*
- * Let @prev run another slice: charge it for the one it just used first
- * (no stopping()/running() pair happens in between), and fix the CPU's
- * guest mark, which running() would otherwise have set.
- */
-__hidden void keep_running(struct task_struct *prev, struct task_ctx *tctx,
-			   s32 cpu)
-{
-	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
-
-	/* The figures see the slice it ran, before the next one begins. */
-	gang_charge_run(cpu, tctx, account_checkpoint(tctx, scx_bpf_now()));
-	prev->scx.dsq_vtime = charged_vtime(prev, tctx, false);
-	if (tctx) {
-		tctx->guard.granted = false;
-		tctx->relief.slice = 0;
-	}
-	prev->scx.slice = tier_slice(tier);
-	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST);
-	stat_inc(LINGER_STAT_KEEP_PREV);
-}
-
-/*
  * A task waking from sleep may bank at most one slice of vtime over the
  * tasks that kept running: enough to run soon, not enough to monopolise
  * the CPU after a long sleep. Tasks that stay runnable (preempted, slice
@@ -132,12 +108,13 @@ __hidden void vtime_wake(struct task_struct *p, u32 tier)
  * them for as long as the gang runs (measured: the kernel's own watchdog
  * work starved for 30 s, and the kernel ejected us).
  */
-__hidden void vtime_advance(struct task_struct *p, struct task_ctx *tctx)
+__hidden void vtime_advance(struct task_struct *p, struct task_ctx *tctx,
+			    bool slotted)
 {
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	u64 *clock = tier_clock(tier);
 
-	if (!sched_gang(tctx) && time_before(*clock, p->scx.dsq_vtime))
+	if (!slotted && time_before(*clock, p->scx.dsq_vtime))
 		*clock = p->scx.dsq_vtime;
 }
 

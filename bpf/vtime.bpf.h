@@ -27,12 +27,11 @@ u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx, u32 tie
 u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx, bool refresh);
 /* Does the first task queued on @dsq come before @vtime? */
 bool queue_head_before(u64 dsq, u64 vtime);
-/* dispatch(): let @prev run another slice on @cpu, charged for the last. */
-void keep_running(struct task_struct *prev, struct task_ctx *tctx, s32 cpu);
 /* runnable(): a waking task banks at most one slice over its tier. */
 void vtime_wake(struct task_struct *p, u32 tier);
-/* running(): the tier's clock follows what starts running. */
-void vtime_advance(struct task_struct *p, struct task_ctx *tctx);
+/* running(): the tier's clock follows what starts running (@slotted: a
+ * member of a gang with a slot, which it does not follow). */
+void vtime_advance(struct task_struct *p, struct task_ctx *tctx, bool slotted);
 /* A slotted gang member's vtime follows no tier's clock from now on. */
 void vtime_detach(struct task_ctx *tctx);
 /* enable(): a task joining the scheduler starts level with primaries. */
