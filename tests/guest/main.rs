@@ -12,3 +12,4 @@ mod load;
 mod preflight;
 mod stats;
 mod trace;
+mod verifier;

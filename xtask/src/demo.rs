@@ -9,8 +9,9 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::paths::project_root;
+use crate::progress::step;
+use crate::setup::deps;
 use crate::vm::{self, VmArgs};
-use crate::{deps, step};
 
 #[derive(clap::Args)]
 pub struct DemoArgs {

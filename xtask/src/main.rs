@@ -7,18 +7,19 @@
 //! the guest, and run the tests and the demo there. Everything they download
 //! or build is cached outside the git tree (see `paths`), so a second run
 //! costs only what changed.
-mod apt;
+//!
+//! Modules, from the bottom up: paths.rs (the cache and the tree),
+//! progress.rs (step headers),
+//! setup/ (packages, tools, kernels), vm.rs (one guest boot), then the
+//! tasks: test.rs, demo.rs, bench/ (each group of experiments in its own
+//! file over bench/common.rs) and verifier.rs (the BPF verifier budget).
 mod bench;
-mod bench_gang;
-mod bench_overhead;
-mod bench_plot;
-mod bench_queue;
 mod demo;
-mod deps;
-mod kernel;
 mod paths;
-mod scx_tools;
+mod progress;
+mod setup;
 mod test;
+mod verifier;
 mod vm;
 
 use anyhow::Result;
@@ -36,13 +37,16 @@ enum Command {
     /// Install missing build and guest tools (Debian packages, virtme-ng).
     Deps,
     /// Fetch the newest Debian kernel with sched_ext, or build an LTS one.
-    Kernel(kernel::KernelArgs),
+    Kernel(setup::kernel::KernelArgs),
     /// Boot the sched_ext guest and run a command in the project tree.
     Vm(vm::VmArgs),
     /// Formatting, lints, host unit tests, then the guest integration tests.
     Test(test::TestArgs),
     /// The README's main job: boot the guest, load scx_linger, show it work.
     Demo(demo::DemoArgs),
+    /// The BPF verifier budget: measure every program on the guest kernels,
+    /// hold it against bpf/verifier-budget.toml, or --record it.
+    Verifier(verifier::VerifierArgs),
     /// The seed paper's experiments under each policy (icount guest): primary
     /// QoS beside guests, then job-queue throughput, efficiency and turnaround.
     Bench(bench::BenchArgs),
@@ -51,12 +55,13 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result: Result<i32> = match cli.command {
-        Command::Deps => deps::run().map(|_| 0),
-        Command::Kernel(a) => kernel::run(&a).map(|_| 0),
+        Command::Deps => setup::deps::run().map(|_| 0),
+        Command::Kernel(a) => setup::kernel::run(&a).map(|_| 0),
         Command::Vm(a) => vm::run_cli(&a),
         Command::Test(a) => test::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Bench(a) => bench::run(&a),
+        Command::Verifier(a) => verifier::run(&a),
     };
     match result {
         Ok(code) => std::process::exit(code),
@@ -65,9 +70,4 @@ fn main() {
             std::process::exit(1);
         }
     }
-}
-
-/// Print a step header, so long runs show where they are.
-pub fn step(msg: &str) {
-    eprintln!("==> {msg}");
 }

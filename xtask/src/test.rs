@@ -16,8 +16,9 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::paths::project_root;
+use crate::progress::step;
+use crate::setup::{deps, kernel};
 use crate::vm::{self, VmArgs};
-use crate::{deps, kernel, step};
 
 #[derive(clap::Args)]
 pub struct TestArgs {

@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::kernel;
 use crate::paths::{project_root, vm_results_root};
-use crate::step;
+use crate::progress::step;
+use crate::setup::deps::vng_path;
+use crate::setup::kernel;
 
 #[derive(clap::Args, Clone)]
 pub struct VmArgs {
@@ -93,31 +94,6 @@ pub struct Outcome {
     pub exit_code: i32,
     pub dir: PathBuf,
     pub elapsed: Duration,
-}
-
-/// Find virtme-ng's `vng`: on PATH, or in Python's scripts directory (pip
-/// may put it where a fresh shell's PATH does not look).
-pub fn vng_path() -> Result<PathBuf> {
-    if let Some(paths) = std::env::var_os("PATH") {
-        for dir in std::env::split_paths(&paths) {
-            let p = dir.join("vng");
-            if p.is_file() {
-                return Ok(p);
-            }
-        }
-    }
-    let out = Command::new("python3")
-        .args([
-            "-c",
-            "import sysconfig; print(sysconfig.get_path('scripts'))",
-        ])
-        .output()
-        .context("running python3")?;
-    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("vng");
-    if p.is_file() {
-        return Ok(p);
-    }
-    bail!("virtme-ng (vng) is not installed: run `cargo xtask deps`")
 }
 
 /// Quote one word for sh.

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::bench::{field, median, run_script, save_report, script_header, word};
-use crate::bench_plot::Bars;
+use super::common::{field, median, run_script, save_report, script_header, word};
+use super::plot::{self, Bars};
 
 /// Policies in report order: (case, legend, description).
 const POLICIES: [(&str, &str, &str); 3] = [
@@ -119,7 +119,7 @@ fn plot(raw: &str, path: &std::path::Path, cpus: u32) -> Result<()> {
             (legend.to_string(), values)
         })
         .collect();
-    crate::bench_plot::draw(
+    plot::draw(
         path,
         &Bars {
             title: format!("Gang slowdown: k barrier jobs on {cpus} vCPUs"),
@@ -146,7 +146,7 @@ pub fn run(cpus: u32, repeats: u32, env: &[(String, String)]) -> Result<()> {
     save_report(&name, &table, &raw)?;
     plot(
         &raw,
-        &crate::paths::project_root().join(format!("bench/results/{name}.png")),
+        &super::common::results_dir().join(format!("{name}.png")),
         cpus,
     )
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 
-use crate::bench::{field, median, run_script, save_report, script_header, word};
+use super::common::{field, median, run_script, save_report, script_header, word};
 
 /// hackbench seconds per repeat, per case.
 fn parse(raw: &str) -> BTreeMap<String, Vec<f64>> {

@@ -15,11 +15,11 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use crate::bench::{
+use super::common::{
     emulation, field, median, results_dir, run_script, save_report, script_header, word, Policy,
     GUEST_POLICIES,
 };
-use crate::bench_plot::{self, Bars};
+use super::plot::{self, Bars};
 
 /// The dedicated run every policy is compared with, then the policies.
 fn policies() -> Vec<Policy> {
@@ -210,7 +210,7 @@ pub fn plot(outcomes: &Outcomes, dir: &Path, name: &str, title: &str) -> Result<
         ),
     ];
     for (what, y_label, series) in charts {
-        bench_plot::draw(
+        plot::draw(
             &dir.join(format!("{name}-{what}.png")),
             &Bars {
                 title: format!("{title}: {y_label}"),

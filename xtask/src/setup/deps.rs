@@ -2,14 +2,15 @@
 //! `cargo xtask deps`: install what building and testing need and the
 //! machine lacks. Idempotent: what is there already is left alone.
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::apt::{installed, PrivateApt};
+use super::apt::{installed, PrivateApt};
 use crate::paths::cache_dir;
-use crate::step;
+use crate::progress::step;
 
 /// Debian packages for the BPF build, the guest and the guest tests.
 /// qemu-system-x86 comes from bookworm-backports (10.0; bookworm's 7.2
@@ -83,6 +84,31 @@ pub fn install_packages(pkgs: &[&str]) -> Result<()> {
     let apt = host_apt()?;
     apt.update(Duration::from_secs(6 * 3600))?;
     apt.install(&missing, Some("bookworm-backports"))
+}
+
+/// Find virtme-ng's `vng`: on PATH, or in Python's scripts directory (pip
+/// may put it where a fresh shell's PATH does not look).
+pub fn vng_path() -> Result<PathBuf> {
+    if let Some(paths) = std::env::var_os("PATH") {
+        for dir in std::env::split_paths(&paths) {
+            let p = dir.join("vng");
+            if p.is_file() {
+                return Ok(p);
+            }
+        }
+    }
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import sysconfig; print(sysconfig.get_path('scripts'))",
+        ])
+        .output()
+        .context("running python3")?;
+    let p = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()).join("vng");
+    if p.is_file() {
+        return Ok(p);
+    }
+    bail!("virtme-ng (vng) is not installed: run `cargo xtask deps`")
 }
 
 fn install_virtme_ng() -> Result<()> {

@@ -20,10 +20,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::apt::PrivateApt;
-use crate::deps::{host_apt, install_packages};
+use super::apt::PrivateApt;
+use super::deps::{host_apt, install_packages, vng_path};
 use crate::paths::cache_dir;
-use crate::step;
+use crate::progress::step;
 
 /// Suites searched for a sched_ext kernel, newest packaging first.
 /// `SCX_LINGER_KERNEL_SUITES` (space-separated) overrides.
@@ -365,9 +365,7 @@ fn build_lts(version: &str) -> Result<Kernel> {
     }
 
     step("configuring: vng --kconfig + sched_ext, BTF, cgroups");
-    sh(Command::new(crate::vm::vng_path()?)
-        .arg("--kconfig")
-        .current_dir(&src))?;
+    sh(Command::new(vng_path()?).arg("--kconfig").current_dir(&src))?;
     let mut cfg = Command::new(src.join("scripts/config"));
     cfg.current_dir(&src).arg("--file").arg(".config");
     for opt in LTS_CONFIG {

@@ -12,7 +12,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::paths::cache_dir;
-use crate::step;
+use crate::progress::step;
 
 /// The sched-ext/scx release both schedulers are pinned to.
 pub const SCX_VERSION: &str = "1.1.4";

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! What every bench group shares: the policies compared, running a bench
+//! script in a guest boot, reading its `key=value` lines, medians, and
+//! where reports go.
+
+use anyhow::{bail, Result};
+
+use crate::paths::project_root;
+use crate::progress::step;
+use crate::vm::{self, VmArgs};
+
+/// A policy a bench compares: its case name in the raw output, its
+/// legend on a plot, and what it is, for a report's table.
+pub type Policy = (&'static str, &'static str, &'static str);
+
+/// How guests run beside primaries, in report order; the same case names
+/// in qos.sh and queue.sh.
+pub const GUEST_POLICIES: [Policy; 5] = [
+    ("nice19", "nice 19", "EEVDF, guests at nice 19"),
+    ("sched_idle", "SCHED_IDLE", "EEVDF, guests SCHED_IDLE"),
+    (
+        "cpu_idle",
+        "cpu.idle",
+        "EEVDF, guests in a cpu.idle=1 cgroup",
+    ),
+    (
+        "layered",
+        "scx_layered",
+        "scx_layered 1.1.4, guests in a weight-1 layer",
+    ),
+    ("linger", "scx_linger", "scx_linger, guests labelled guest"),
+];
+
+/// The number after `key=` in a bench line.
+pub fn field(line: &str, key: &str) -> Option<f64> {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+        .and_then(|v| v.parse().ok())
+}
+
+/// The word after `key=` in a bench line.
+pub fn word<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace()
+        .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+}
+
+/// The median (NaN for none).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+/// The emulation mode's name and what it means, for a report's header.
+pub fn emulation(parallel: bool) -> (&'static str, &'static str) {
+    if parallel {
+        (
+            "parallel",
+            "multi-threaded TCG (vCPUs in parallel on host threads; host timing noise included)",
+        )
+    } else {
+        ("icount", "`-icount shift=3,sleep=off` (guest time follows instruction counts; with 2+ vCPUs one virtual clock counts all vCPUs' instructions, so work on one vCPU slows the others' progress, as on SMT siblings)")
+    }
+}
+
+/// Run bench/`script` in one guest boot (`icount`: deterministic guest
+/// time) with the release scx_linger and the bench workloads' directory
+/// as its first two arguments, then `args`; return what it printed.
+pub fn run_script(
+    script: &str,
+    cpus: u32,
+    icount: bool,
+    env: &[(String, String)],
+    args: &[String],
+) -> Result<String> {
+    let root = project_root();
+    let path = |p: &str| root.join(p).to_string_lossy().into_owned();
+    let mut cmd = vec!["env".to_string()];
+    cmd.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+    cmd.extend([
+        "sh".to_string(),
+        path(&format!("bench/{script}")),
+        path("target/release/scx_linger"),
+        path("target/release"),
+    ]);
+    cmd.extend_from_slice(args);
+    let outcome = vm::run(&VmArgs {
+        kernel: "debian".into(),
+        cpus,
+        mem: "2G".into(),
+        timeout: 3600,
+        icount,
+        cmd,
+    })?;
+    if outcome.exit_code != 0 {
+        bail!(
+            "bench/{script} failed in the guest (exit {})",
+            outcome.exit_code
+        );
+    }
+    Ok(std::fs::read_to_string(outcome.dir.join("output.log"))?)
+}
+
+/// The parameters line a bench script prints first (`# kernel=... ...`).
+pub fn script_header(raw: &str) -> &str {
+    raw.lines()
+        .find(|l| l.starts_with("# "))
+        .map_or("", |l| l.trim_start_matches("# "))
+}
+
+/// Where reports, raw outputs and plots go.
+pub fn results_dir() -> std::path::PathBuf {
+    project_root().join("bench/results")
+}
+
+/// Write a report (`name`.md) and the raw output it came from (`name`.raw)
+/// to bench/results, and show the report.
+pub fn save_report(name: &str, table: &str, raw: &str) -> Result<()> {
+    let results = results_dir();
+    std::fs::create_dir_all(&results)?;
+    let path = results.join(format!("{name}.md"));
+    std::fs::write(&path, table)?;
+    std::fs::write(results.join(format!("{name}.raw")), raw)?;
+    println!("{table}");
+    step(&format!("wrote {}", path.display()));
+    Ok(())
+}
