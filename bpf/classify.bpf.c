@@ -3,19 +3,19 @@
  * classify.bpf.c - which class a task belongs to.
  *
  * Operators label cgroups; the agent reads the labels (xattrs, config
- * rules, cpu.idle), decides each labelled cgroup's class
- * (src/labels/class.rs) and writes one entry per labelled cgroup into
- * cgrp_class, keyed by the cgroup's id on the default hierarchy (the
- * kernfs node id, which is the inode number userspace sees).
+ * rules, cpu.idle), decides every cgroup's class, gang and job
+ * (src/labels/cgroups.rs: the one place those rules live) and writes one
+ * entry per cgroup into cgrp_class, keyed by the cgroup's id on the
+ * default hierarchy (the kernfs node id, which is the inode number
+ * userspace sees).
  *
- * A task's class is that of the nearest labelled cgroup at or above its
- * own, found by walking up the cgroup's ancestors. This makes inheritance
- * and brand-new cgroups work with no help from the agent: a cgroup created
- * under a guest job is guest from its first task on. The agent's `ls`
- * and stats show the same inheritance (src/labels/cgroups.rs,
- * resolve_all()); the guest tests check that both agree.
+ * A task's class is its cgroup's entry. A cgroup the agent has not seen
+ * yet (created since its last scan) takes what its nearest described
+ * ancestor says its heirs get: a cgroup created under a guest job is
+ * guest from its first task on, with no help from the agent.
  *
- * The walk is not free, so each task caches its class together with the
+ * The lookup walks up the ancestors only for such new cgroups, but it is
+ * not free either, so each task caches its class together with the
  * cgroup id and the label generation it was computed for. The agent bumps
  * label_gen after every change to the map; a task that moved cgroups sees
  * a different id. Either way the next scheduling event recomputes, so a
@@ -34,52 +34,56 @@ struct {
 volatile u64 label_gen;
 
 /*
- * Label of the nearest labelled cgroup at or above @cgrp: its class, and
- * its gang if it is one (a gang is the whole subtree of its cgroup). The
- * job the task's CPU time is accounted to goes to *@job: that labelled
- * cgroup, or without one the top-level cgroup (a slice, a job manager's
- * root), or the root.
+ * What the agent says @cgrp is (into *@c): its own entry, else the heir
+ * view of its nearest described ancestor. False if nothing on the path is
+ * described (the agent has not run its first scan).
  */
-static struct linger_label cgroup_label(struct cgroup *cgrp, u64 *job)
+static bool describe_cgroup(struct cgroup *cgrp, struct class_task *c)
 {
-	struct linger_label none = {
-		.class = default_class, .gang = LINGER_GANG_NONE,
-	};
 	int level = BPF_CORE_READ(cgrp, level);
+	struct cgroup *top = NULL;
 	u32 i;
 
-	/*
-	 * The root cgroup holds kernel threads and the system itself: always
-	 * primary, whatever the default for unlabelled jobs is.
-	 */
-	*job = ROOT_CGROUP_ID;
-	if (level <= 0) {
-		none.class = LINGER_CLASS_PRIMARY;
-		return none;
-	}
+	/* The top-level cgroup on the path: an heir's job if the entry says 0. */
+	if (level >= 1)
+		bpf_probe_read_kernel(&top, sizeof(top), &cgrp->ancestors[1]);
 
 	bpf_for(i, 0, LINGER_MAX_CGRP_LEVEL) {
 		struct cgroup *anc = NULL;
 		struct linger_label *label;
 		u64 id;
 
-		if (level - (int)i <= 0)
+		if (level - (int)i < 0)
 			break;
 		bpf_probe_read_kernel(&anc, sizeof(anc),
 				      &cgrp->ancestors[level - i]);
 		if (!anc)
 			break;
 		id = BPF_CORE_READ(anc, kn, id);
-		/* The walk ends at level 1: the job of an unlabelled task. */
-		*job = id;
 		label = bpf_map_lookup_elem(&cgrp_class, &id);
-		if (label && label->class < LINGER_NR_CLASSES)
-			return *label;
+		if (!label)
+			continue;
+		if (i == 0) {
+			c->class = label->class;
+			c->gang = label->gang;
+			c->job = label->job;
+		} else {
+			c->class = label->heir_class;
+			c->gang = label->heir_gang;
+			c->job = label->heir_job;
+			if (!c->job)
+				c->job = top ? BPF_CORE_READ(top, kn, id) : ROOT_CGROUP_ID;
+		}
+		return true;
 	}
-	return none;
+	return false;
 }
 
-/* A task outside every job: primary, never in a gang, the root's job. */
+/*
+ * A task outside every job: primary, never in a gang, the root's job.
+ * Kernel threads always are (the node's own work comes first), and so is
+ * a task no entry describes (only before the agent's first scan).
+ */
 static u32 system_task(struct class_task *c)
 {
 	c->class = LINGER_CLASS_PRIMARY;
@@ -88,13 +92,8 @@ static u32 system_task(struct class_task *c)
 	return c->tier = LINGER_TIER_PRIMARY;
 }
 
-/*
- * Kernel threads are always primary and never in a gang: the node's own
- * work comes first.
- */
 __hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
 {
-	struct linger_label label;
 	struct class_task *c;
 	struct cgroup *cgrp;
 	u64 cgid, gen;
@@ -113,12 +112,12 @@ __hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
 	if (c->cgid == cgid && c->gen == gen)
 		return c->tier;
 
-	label = cgroup_label(cgrp, &c->job);
-	c->class = label.class;
-	c->tier = class_tier(label.class);
-	c->gang = label.gang <= LINGER_MAX_GANGS ? label.gang : LINGER_GANG_NONE;
 	c->cgid = cgid;
 	c->gen = gen;
 	stat_inc(LINGER_STAT_CLASSIFY);
-	return c->tier;
+	if (!describe_cgroup(cgrp, c) || c->class >= LINGER_NR_CLASSES)
+		return system_task(c);
+	if (gang_of_ref(c->gang) >= LINGER_MAX_GANGS)
+		c->gang = LINGER_GANG_NONE;
+	return c->tier = class_tier(c->class);
 }

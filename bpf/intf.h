@@ -87,14 +87,24 @@ enum linger_consts {
 };
 
 /*
- * The value of a cgrp_class entry: a labelled cgroup's class and, for a
- * numbered gang, which gang it is. Gang numbers are handed out by the
- * agent, which keeps them stable while the gang's cgroup exists; a gang
- * without a number (the table is full) runs as ordinary work of its tier.
+ * The value of a cgrp_class entry: what the agent says one cgroup is. The
+ * agent describes every cgroup (src/labels/cgroups.rs decides: labels,
+ * rules, cpu.idle, inheritance, the root, the default class, the job), so
+ * the BPF side decides nothing about classes: it looks a task's cgroup
+ * up, and for a cgroup created since the agent last looked, takes what
+ * its nearest described ancestor says its heirs get.
+ *
+ * Gang numbers are handed out by the agent, which keeps them stable while
+ * the gang's cgroup exists; a gang without a number (the table is full)
+ * runs as ordinary work of its tier.
  */
 struct linger_label {
 	u32	class;		/* enum linger_class */
 	u32	gang;		/* enum linger_gang_ref: which gang, if a gang */
+	u64	job;		/* cgroup id its tasks' CPU time counts for */
+	u32	heir_class;	/* what a not yet described descendant gets */
+	u32	heir_gang;
+	u64	heir_job;	/* 0: the descendant's own top-level cgroup */
 };
 
 /*

@@ -31,7 +31,6 @@ extern const volatile u64 guard_slice_ns;
 extern const volatile u64 relief_wait_ns;
 extern const volatile u64 relief_slice_ns;
 extern const volatile u64 watchdog_ns;
-extern const volatile u32 default_class;
 extern const volatile bool accounting;
 
 /* The root cgroup's id: kernel threads and the system itself. */

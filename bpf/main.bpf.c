@@ -80,9 +80,6 @@ const volatile u64 relief_slice_ns = LINGER_DEFAULT_RELIEF_SLICE_US * 1000;
 /* The kernel watchdog's timeout (ops.timeout_ms), which the guard beats. */
 const volatile u64 watchdog_ns = LINGER_DEFAULT_WATCHDOG_MS * 1000000;
 
-/* Class of tasks in cgroups that no label reaches (root's stay primary). */
-const volatile u32 default_class = LINGER_CLASS_PRIMARY;
-
 /*
  * Per-class and per-job accounting for the operator's view (account.bpf.c).
  * Off, the scheduler decides the same way; only the figures are missing.

@@ -80,8 +80,6 @@ pub struct Tunables {
     pub guard_slice: Duration,
     pub relief_wait: Duration,
     pub relief_slice: Duration,
-    /// enum linger_class of cgroups that no label reaches.
-    pub default_class: u32,
     /// Per-class and per-job accounting (account.bpf.h).
     pub accounting: bool,
     /// Testing only: make the BPF side fail this long after it starts.
@@ -125,7 +123,6 @@ impl<'obj> Scheduler<'obj> {
         rodata.relief_wait_ns = ns(t.relief_wait);
         rodata.relief_slice_ns = ns(t.relief_slice);
         rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
-        rodata.default_class = t.default_class;
         rodata.accounting = t.accounting;
         rodata.debug_fail_after_ns = t.debug_fail_after.map_or(0, ns);
 

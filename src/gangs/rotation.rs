@@ -13,6 +13,7 @@ use log::{debug, info, warn};
 use super::table::{self, GangLabel, GangLoad, GangRef, Numbers, Sizes, Table};
 use crate::bpf::program::{LabelEntry, Scheduler};
 use crate::labels::cgroups::Resolved;
+use crate::labels::class::Class;
 use crate::node;
 
 pub struct Rotation {
@@ -47,9 +48,10 @@ impl Rotation {
         }
     }
 
-    /// The cgrp_class entries for the cgroups with their own label, gangs
-    /// numbered. A gang beyond the 64 the table holds runs as ordinary
-    /// work of its tier (and is reported once).
+    /// The cgrp_class entries: one per cgroup, as labels/ resolved it,
+    /// with gangs numbered (a gang's descendants carry its number). A
+    /// gang beyond the 64 the table holds runs as ordinary work of its
+    /// tier (and is reported once).
     pub fn label_entries(&mut self, resolved: &[Resolved]) -> BTreeMap<u64, LabelEntry> {
         self.gangs = resolved
             .iter()
@@ -75,21 +77,23 @@ impl Rotation {
         let live: HashSet<u64> = self.gangs.iter().map(|g| g.id).collect();
         self.warned_full.retain(|id| live.contains(id));
         self.warned_big.retain(|id| live.contains(id));
+        let gang_of =
+            |class: Class, origin: Option<u64>| match origin.and_then(|o| self.numbers.get(o)) {
+                Some(n) if class.is_gang() => GangRef::of(n),
+                _ => GangRef::NONE,
+            };
         resolved
             .iter()
-            .filter(|r| r.own)
             .map(|r| {
-                let gang = match self.numbers.get(r.id) {
-                    Some(n) if r.class.is_gang() => GangRef::of(n),
-                    _ => GangRef::NONE,
+                let entry = LabelEntry {
+                    class: r.class.bpf_value(),
+                    gang: gang_of(r.class, r.origin).0,
+                    job: r.job,
+                    heir_class: r.heir.class.bpf_value(),
+                    heir_gang: gang_of(r.heir.class, r.heir.origin).0,
+                    heir_job: r.heir.job.unwrap_or(0),
                 };
-                (
-                    r.id,
-                    LabelEntry {
-                        class: r.class.bpf_value(),
-                        gang: gang.0,
-                    },
-                )
+                (r.id, entry)
             })
             .collect()
     }
@@ -184,5 +188,46 @@ impl Rotation {
             let n = self.numbers.get(g.id)?;
             Some((g, n, self.sizes.size(n)))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::labels::cgroups::{resolve_all, Cgroup};
+    use crate::labels::class::Facts;
+
+    #[test]
+    fn every_cgroup_gets_an_entry_and_a_gangs_subtree_its_number() {
+        let cg = |rel: &str, id, label: Option<&str>| Cgroup {
+            rel: rel.into(),
+            id,
+            facts: Facts {
+                trusted: label.map(str::to_string),
+                ..Facts::default()
+            },
+        };
+        let cgs = vec![
+            cg("", 1, None),
+            cg("mpi", 2, Some("gang")),
+            cg("mpi/rank0", 3, None),
+            cg("idle", 4, Some("guest")),
+        ];
+        let resolved = resolve_all(&cgs, Class::Primary);
+        let mut rot = Rotation::new(Duration::from_millis(100), 10);
+        let entries = rot.label_entries(&resolved);
+        assert_eq!(entries.len(), 4);
+        let gang = GangRef::of(0).0;
+        assert_eq!(
+            (entries[&2].class, entries[&2].gang),
+            (Class::Gang.bpf_value(), gang)
+        );
+        assert_eq!((entries[&3].gang, entries[&3].job), (gang, 2));
+        assert_eq!(entries[&3].heir_gang, gang);
+        assert_eq!(entries[&4].gang, GangRef::NONE.0);
+        // The root: primary itself, the default class for new top-level
+        // cgroups, each its own job (0).
+        assert_eq!(entries[&1].class, Class::Primary.bpf_value());
+        assert_eq!(entries[&1].heir_job, 0);
     }
 }

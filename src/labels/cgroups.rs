@@ -98,15 +98,27 @@ pub struct Cgroup {
     pub facts: Facts,
 }
 
-/// A cgroup's effective class and where it came from.
+/// A cgroup's effective class, where it came from, and what follows from
+/// it for the BPF side (which decides none of this: bpf/classify.bpf.c).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Resolved {
     pub rel: String,
     pub id: u64,
     pub class: Class,
     pub source: Source,
-    /// The class comes from this cgroup's own labels (it goes in the map).
+    /// The class comes from this cgroup's own labels.
     pub own: bool,
+    /// The cgroup whose own label gives the class (itself, or the
+    /// ancestor it inherits from); None for the default and the root.
+    pub origin: Option<u64>,
+    /// The job its tasks' CPU time counts for: the origin, else its
+    /// top-level cgroup (a slice, a job manager's root), else the root.
+    pub job: u64,
+    /// What a descendant the agent has not seen yet gets from it (its
+    /// class, origin and job): the same as its own, but for the root,
+    /// whose own class is always primary while an unseen top-level
+    /// cgroup is a job of its own of the default class.
+    pub heir: Heir,
     /// For a gang's own label: the slot length its label asks for.
     pub slot_ms: Option<u32>,
     pub warnings: Vec<String>,
@@ -159,6 +171,15 @@ pub fn scan(mount: &Path, cfg: &Config) -> Result<Vec<Cgroup>> {
     Ok(out)
 }
 
+/// What a not yet seen descendant inherits (see Resolved::heir).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Heir {
+    pub class: Class,
+    pub origin: Option<u64>,
+    /// None: the descendant's own top-level cgroup.
+    pub job: Option<u64>,
+}
+
 fn parent_of(rel: &str) -> Option<&str> {
     if rel.is_empty() {
         None
@@ -169,6 +190,9 @@ fn parent_of(rel: &str) -> Option<&str> {
 
 /// Effective class of every cgroup: its own label, else its nearest
 /// labelled ancestor's, else the default; the root is always primary.
+/// With it, each cgroup's job and what its unseen descendants inherit:
+/// every rule of who is what lives here, and the BPF side only looks the
+/// answers up.
 pub fn resolve_all(cgroups: &[Cgroup], default: Class) -> Vec<Resolved> {
     // Parents before children: sort by depth, then path.
     let mut order: Vec<&Cgroup> = cgroups.iter().collect();
@@ -179,6 +203,8 @@ pub fn resolve_all(cgroups: &[Cgroup], default: Class) -> Vec<Resolved> {
         )
     });
     let mut done: HashMap<&str, (Class, Source)> = HashMap::new();
+    // Per resolved path: its origin and job, for its children.
+    let mut ties: HashMap<&str, (Option<u64>, u64)> = HashMap::new();
     let mut out = Vec::with_capacity(order.len());
     for c in order {
         let own = if c.rel.is_empty() {
@@ -203,13 +229,41 @@ pub fn resolve_all(cgroups: &[Cgroup], default: Class) -> Vec<Resolved> {
             (Some((_, src)), true) => own_slot_ms(&c.facts, src, &mut warnings),
             _ => None,
         };
+        let parent_rel = parent_of(&c.rel);
+        let parent = parent_rel.and_then(|p| ties.get(p)).copied();
+        let (origin, job) = match (&source, parent) {
+            (Source::Root, _) => (None, c.id),
+            (Source::Inherited(_), Some(tie)) => tie,
+            // Unlabelled: a job of its own at the top level, its top-level
+            // ancestor's below.
+            (Source::Default, Some((_, job))) if parent_rel != Some("") => (None, job),
+            (Source::Inherited(_) | Source::Default, _) => (None, c.id),
+            _ => (Some(c.id), c.id),
+        };
+        let heir = if source == Source::Root {
+            Heir {
+                class: default,
+                origin: None,
+                job: None,
+            }
+        } else {
+            Heir {
+                class,
+                origin,
+                job: Some(job),
+            }
+        };
         done.insert(&c.rel, (class, source.clone()));
+        ties.insert(&c.rel, (origin, job));
         out.push(Resolved {
             rel: c.rel.clone(),
             id: c.id,
             class,
             source,
             own: own.is_some(),
+            origin,
+            job,
+            heir,
             slot_ms,
             warnings,
         });
@@ -313,9 +367,63 @@ mod tests {
         let r = resolve_all(&cgs, Class::Guest);
         assert_eq!(class_of(&r, "").class, Class::Primary);
         assert_eq!(class_of(&r, "svc").class, Class::Guest);
-        assert!(
-            r.iter().all(|x| !x.own),
-            "the default is a BPF tunable, not entries"
+        assert!(r.iter().all(|x| !x.own), "the default is no label");
+        // What a new top-level cgroup inherits before the agent sees it.
+        assert_eq!(class_of(&r, "").heir.class, Class::Guest);
+        assert_eq!(class_of(&r, "svc").heir.class, Class::Guest);
+    }
+
+    #[test]
+    fn jobs_are_the_labelled_cgroup_else_the_top_level_one() {
+        let cgs = vec![
+            cg("", 1, None, None),
+            cg("jobs", 2, None, None),
+            cg("jobs/42", 3, Some("guest"), None),
+            cg("jobs/42/step_0", 4, None, None),
+            cg("jobs/43", 5, None, None),
+            cg("jobs/43/step_0", 6, None, None),
+        ];
+        let r = resolve_all(&cgs, Class::Primary);
+        let job = |rel| class_of(&r, rel).job;
+        let origin = |rel| class_of(&r, rel).origin;
+        assert_eq!((job(""), origin("")), (1, None));
+        assert_eq!((job("jobs"), origin("jobs")), (2, None));
+        assert_eq!((job("jobs/42"), origin("jobs/42")), (3, Some(3)));
+        assert_eq!(
+            (job("jobs/42/step_0"), origin("jobs/42/step_0")),
+            (3, Some(3))
+        );
+        // Unlabelled below the top level: the top-level cgroup's job.
+        assert_eq!((job("jobs/43/step_0"), origin("jobs/43/step_0")), (2, None));
+    }
+
+    #[test]
+    fn heirs_take_their_ancestors_class_but_the_roots_take_the_default() {
+        let cgs = vec![
+            cg("", 1, None, None),
+            cg("batch", 2, Some("gang"), None),
+            cg("batch/rank0", 3, None, None),
+        ];
+        let r = resolve_all(&cgs, Class::Guest);
+        let root = class_of(&r, "");
+        assert_eq!(root.class, Class::Primary);
+        assert_eq!(
+            root.heir,
+            Heir {
+                class: Class::Guest,
+                origin: None,
+                job: None
+            }
+        );
+        let rank = class_of(&r, "batch/rank0");
+        assert_eq!((rank.class, rank.origin), (Class::Gang, Some(2)));
+        assert_eq!(
+            rank.heir,
+            Heir {
+                class: Class::Gang,
+                origin: Some(2),
+                job: Some(2)
+            }
         );
     }
 

@@ -54,16 +54,17 @@ fn sync_labels(
         let changed = sched.sync_labels(&want)?;
         let count = |c: Class| resolved.iter().filter(|r| r.own && r.class == c).count();
         let counts = Class::ALL.map(|c| format!("{} {c}", count(c))).join(", ");
+        let own = resolved.iter().filter(|r| r.own).count();
         *labelled = Labelled {
             at: Some(started),
             cgroups: resolved,
         };
-        Ok((cgs.len(), want.len(), counts, changed))
+        Ok((cgs.len(), own, counts, changed))
     });
     match result {
         Ok((n, labelled, counts, changed)) if changed > 0 => {
             info!(
-                "labels: {labelled} labelled cgroups ({counts}) of {n}; {changed} changed in {:?}",
+                "labels: {labelled} labelled cgroups ({counts}) of {n}; {changed} map entries changed in {:?}",
                 started.elapsed()
             );
             true
