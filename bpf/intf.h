@@ -121,7 +121,7 @@ struct linger_slot {
 /*
  * The rotation of one tier (primary gangs or guest gangs). Slots follow
  * each other from 0 to nr_slots - 1, then the primary tier's open phase
- * (open_ns; see gang.bpf.h) ends the cycle. Where a cycle starts is fixed
+ * (open_ns; see gang.bpf.c) ends the cycle. Where a cycle starts is fixed
  * by the clock: cycle k begins at CLOCK_TAI = k * cycle_ns, so nodes with
  * the same table and synchronised clocks switch together.
  */

@@ -62,7 +62,7 @@ enum Command {
     Untag { cgroup: String },
     /// Print the running agent's stats (classes, jobs, gangs).
     Stats {
-        /// One JSON document per reading (schema: src/report.rs).
+        /// One JSON document per reading (schema: src/observe/schema.rs).
         #[arg(long)]
         json: bool,
         /// Keep printing a reading every S seconds.

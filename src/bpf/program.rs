@@ -80,7 +80,7 @@ pub struct Tunables {
     pub guard_slice: Duration,
     pub relief_wait: Duration,
     pub relief_slice: Duration,
-    /// Per-class and per-job accounting (account.bpf.h).
+    /// Per-class and per-job accounting (bpf/account.bpf.c).
     pub accounting: bool,
     /// Testing only: make the BPF side fail this long after it starts.
     pub debug_fail_after: Option<Duration>,

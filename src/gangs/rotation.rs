@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! Keeping the BPF side's gang rotation in step with the gangs on the
-//! node: number the gang labels, size each gang from what BPF counted,
-//! pack them into a slot table (gang.rs) and hand it over; tell the
+//! Keeping the BPF side in step with the gangs on the node: number the
+//! gang labels, turn every cgroup's resolved class into its label map
+//! entry (with its gang's number), size each gang from what BPF counted,
+//! pack them into a slot table (table.rs) and hand it over; tell the
 //! operator about gangs that cannot be co-scheduled.
 
 use std::collections::{BTreeMap, HashMap, HashSet};

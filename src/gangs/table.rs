@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Gangs: which cgroups are co-scheduled jobs, their numbers, and the slot
-//! table the BPF side rotates through (bpf/gang.bpf.h is the other half).
+//! table the BPF side rotates through (bpf/gang.bpf.c is the other half).
 //!
 //! Everything here is policy without I/O, tested without a kernel:
 //!
@@ -13,7 +13,7 @@
 //!   slots first-fit by decreasing size, in path order among equals:
 //!   gangs share a slot when their sizes add up to at most the CPUs. A
 //!   gang larger than the CPUs gets a slot of its own (it cannot run all at
-//!   once; its members take turns, see gang.bpf.h). Slots come in the
+//!   once; its members take turns, see bpf/gang.bpf.c). Slots come in the
 //!   order of the first path in each, so the table depends only on the
 //!   gangs' paths, sizes and slot lengths: two nodes running the same jobs
 //!   build the same table.

@@ -6,7 +6,7 @@
 //! Labels live on the cgroups themselves as extended attributes, so they
 //! survive an agent restart and other tools can read them. BPF cannot read
 //! cgroup xattrs, so the agent scans the tree and hands the BPF side one
-//! entry per labelled cgroup (see classify.bpf.h for the other half).
+//! entry per cgroup (see bpf/classify.bpf.c for the other half).
 
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;

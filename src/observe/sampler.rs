@@ -261,7 +261,7 @@ fn class_stats(
     }
 }
 
-/// Guest harvest between two readings (see report::harvest).
+/// Guest harvest between two readings (see schema::harvest).
 fn harvest_between(from: &Reading, to: &Reading, cpus: f64) -> Option<f64> {
     let d = |a: usize| to.acct.cpu_ns[a].saturating_sub(from.acct.cpu_ns[a]) as f64;
     let wall = to.at.duration_since(from.at).as_nanos() as f64;
