@@ -13,6 +13,7 @@ use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Result};
+use nix::errno::Errno;
 
 use super::cgroups::{
     self, Resolved, TRUSTED_SLOT_XATTR, TRUSTED_XATTR, USER_SLOT_XATTR, USER_XATTR,
@@ -112,7 +113,7 @@ pub fn tag(
         Some(ms) => xattr::set(&dir, slot_xattr_name(ns), ms.to_string().as_bytes())
             .map_err(|e| describe_io(&e, "set the slot length", &dir))?,
         None => match xattr::remove(&dir, slot_xattr_name(ns)) {
-            Err(e) if e.raw_os_error() != Some(libc::ENODATA) => {
+            Err(e) if e.raw_os_error() != Some(Errno::ENODATA as i32) => {
                 return Err(describe_io(&e, "remove the slot length", &dir))
             }
             _ => {}
@@ -143,7 +144,7 @@ pub fn untag(mount: &Path, cgroup: &str, caps: Caps) -> Result<String> {
     for name in names {
         match xattr::remove(&dir, name) {
             Ok(()) => removed.push(name),
-            Err(e) if e.raw_os_error() == Some(libc::ENODATA) => {}
+            Err(e) if e.raw_os_error() == Some(Errno::ENODATA as i32) => {}
             Err(e) => return Err(describe_io(&e, "remove a label", &dir)),
         }
     }
