@@ -12,8 +12,8 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use log::{debug, info, warn};
 
+use super::args::RunArgs;
 use super::restart::Ending;
-use super::{Event, RunArgs};
 use crate::bpf::program::{Scheduler, Tunables};
 use crate::gangs::rotation::Rotation;
 use crate::labels::cgroups;
@@ -28,6 +28,12 @@ use crate::observe::server::Latest;
 pub struct Ended {
     pub ending: Ending,
     pub why: String,
+}
+
+/// What wakes the run loop: the signal thread (lifecycle/mod.rs) sends these.
+pub enum Event {
+    Stop,
+    Rescan,
 }
 
 /// How often the stats are read (what `top` refreshes at).

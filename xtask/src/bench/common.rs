@@ -9,6 +9,14 @@ use crate::paths::project_root;
 use crate::progress::step;
 use crate::vm::{self, VmArgs};
 
+/// Workload sizes: the full run, or `--quick` (under 10 minutes).
+pub struct Sizes {
+    pub cpus: Vec<u32>,
+    pub repeats: u32,
+    pub rounds: u32,
+    pub bursts: u32,
+}
+
 /// A policy a bench compares: its case name in the raw output, its
 /// legend on a plot, and what it is, for a report's table.
 pub type Policy = (&'static str, &'static str, &'static str);

@@ -25,6 +25,7 @@ use anyhow::{bail, Context, Result};
 use crate::paths::project_root;
 use crate::progress::step;
 use crate::setup::{deps, scx_tools};
+use common::Sizes;
 
 #[derive(clap::Args)]
 pub struct BenchArgs {
@@ -61,14 +62,6 @@ pub struct BenchArgs {
     /// of counting for the stats), in icount guests, at least 5 repeats.
     #[arg(long)]
     pub overhead: bool,
-}
-
-/// Workload sizes: the full run, or `--quick` (under 10 minutes).
-pub struct Sizes {
-    pub cpus: Vec<u32>,
-    pub repeats: u32,
-    pub rounds: u32,
-    pub bursts: u32,
 }
 
 fn sizes(args: &BenchArgs) -> Sizes {

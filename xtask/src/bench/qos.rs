@@ -10,10 +10,9 @@ use anyhow::Result;
 
 use super::common::{
     emulation, field, median, results_dir, run_script, save_report, script_header, word, Policy,
-    GUEST_POLICIES,
+    Sizes, GUEST_POLICIES,
 };
 use super::plot::{self, Bars};
-use super::Sizes;
 
 /// The QoS report's rows: the baseline, every guest policy, and each
 /// sched_ext scheduler with the primaries alone just before its guests.

@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The options of `scx_linger run`, with their defaults from bpf/intf.h
+//! and the labels' and gangs' own constants, and their accepted ranges.
+
+use std::path::PathBuf;
+
+use crate::bpf::intf;
+use crate::gangs;
+use crate::labels::class;
+use crate::observe::server;
+
+#[derive(clap::Args, Debug)]
+pub struct RunArgs {
+    /// Config file with cgroup rules (default: /etc/scx_linger/config.toml
+    /// if present). An unreadable or invalid config stops the start.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+
+    /// Slice of a primary task, in microseconds. Long by default: compute
+    /// jobs want few switches, and only a higher class preempts.
+    #[arg(long, default_value_t = intf::LINGER_DEFAULT_PRIMARY_SLICE_US as u64,
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub primary_slice_us: u64,
+
+    /// Slice of a guest task, in microseconds. Guests are kicked off as
+    /// soon as a primary wants the CPU, whatever this is.
+    #[arg(long, default_value_t = intf::LINGER_DEFAULT_GUEST_SLICE_US as u64,
+          value_parser = clap::value_parser!(u64).range(100..=1_000_000))]
+    pub guest_slice_us: u64,
+
+    /// Starvation guard: starved guests get a grant after this long.
+    #[arg(long, default_value_t = intf::LINGER_DEFAULT_GUARD_INTERVAL_MS as u64,
+          value_parser = clap::value_parser!(u64).range(10..=10_000))]
+    pub guard_interval_ms: u64,
+
+    /// Starvation guard: length of one grant, in microseconds.
+    #[arg(long, default_value_t = intf::LINGER_DEFAULT_GUARD_SLICE_US as u64,
+          value_parser = clap::value_parser!(u64).range(50..=100_000))]
+    pub guard_slice_us: u64,
+
+    /// Gang relief: while gangs hold the CPUs, ordinary primary work that
+    /// has waited this long gets a short turn (microseconds; 0: it waits
+    /// for the open phase at the end of each cycle).
+    #[arg(long, default_value_t = intf::LINGER_DEFAULT_RELIEF_WAIT_US as u64,
+          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub relief_wait_us: u64,
+
+    /// Gang relief: length of that turn, in microseconds.
+    #[arg(long, default_value_t = intf::LINGER_DEFAULT_RELIEF_SLICE_US as u64,
+          value_parser = clap::value_parser!(u64).range(50..=100_000))]
+    pub relief_slice_us: u64,
+
+    /// Rescan cgroup labels at least this often, in milliseconds (`tag`
+    /// also triggers a rescan at once).
+    #[arg(long, default_value_t = 1000,
+          value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    pub rescan_ms: u64,
+
+    /// Default gang time slot, in ms (a gang's label may set its own).
+    /// Gangs that fit on the CPUs together share a slot.
+    #[arg(long, default_value_t = class::DEFAULT_SLOT_MS as u64,
+          value_parser = clap::value_parser!(u64).range(10..=1000))]
+    pub slot_ms: u64,
+
+    /// Share of each gang cycle, in percent, in which ordinary (non-gang)
+    /// primary work comes before gangs. Outside it, ordinary work uses the
+    /// CPUs the running gangs leave free.
+    #[arg(long, default_value_t = gangs::table::DEFAULT_OPEN_PCT,
+          value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub gang_open_pct: u32,
+
+    /// Print the scheduler's event counters every N seconds (0: never).
+    #[arg(long, default_value_t = 0)]
+    pub stats: u64,
+
+    /// Serve Prometheus metrics at http://ADDR/metrics (e.g.
+    /// 127.0.0.1:9464). Off by default; bind to loopback unless the
+    /// network in between is trusted.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_addr: Option<String>,
+
+    /// Where `stats` and `top` reach the agent.
+    #[arg(long, default_value = server::SOCKET)]
+    pub stats_socket: PathBuf,
+
+    /// Let this group read the stats socket (default: root only).
+    #[arg(long, value_name = "GROUP")]
+    pub stats_group: Option<String>,
+
+    /// Turn off per-class and per-job accounting in BPF (to measure what
+    /// counting costs; stats then show no CPU figures).
+    #[arg(long)]
+    pub no_accounting: bool,
+
+    /// After the scheduler fails (a BPF error, a watchdog stall), load it
+    /// again after a back-off of 1 s, 2 s, 4 s, ... (at most 30 s); give
+    /// up after this many failed runs in a row. 0: never restart.
+    #[arg(long, default_value_t = 5)]
+    pub max_restarts: u32,
+
+    /// Testing only: make the BPF side fail this long after each start.
+    #[arg(long, hide = true)]
+    pub debug_fail_after_ms: Option<u64>,
+
+    /// Verbose: log libbpf's messages (verifier output on load failures).
+    #[arg(short, long)]
+    pub verbose: bool,
+}
