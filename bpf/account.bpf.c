@@ -17,7 +17,7 @@
  *    delay histogram. A job's counters are shared by its own threads only.
  *
  * The clock is read once per running() and stopping(); run_start is kept
- * even with accounting off, since gangs charge their members by it.
+ * even with accounting off, since vtime and gangs charge by it.
  */
 #include "ctx.bpf.h"
 #include "stats.bpf.h"
@@ -149,6 +149,13 @@ __hidden void account_running(struct task_ctx *tctx, u64 now)
 	}
 }
 
+__hidden u64 account_ran(const struct task_ctx *tctx, u64 now)
+{
+	if (!tctx || !tctx->acct.run_start || time_before(now, tctx->acct.run_start))
+		return 0;
+	return now - tctx->acct.run_start;
+}
+
 /*
  * Charge what the task ran since run_start to its class and job, and
  * start counting afresh. Called when it stops, and when dispatch() lets
@@ -163,9 +170,9 @@ __hidden u64 account_checkpoint(struct task_ctx *tctx, u64 now)
 	u32 acct = task_acct(tctx);
 	u64 ran, job;
 
-	if (!tctx || !tctx->acct.run_start || time_before(now, tctx->acct.run_start))
+	ran = account_ran(tctx, now);
+	if (!ran)
 		return 0;
-	ran = now - tctx->acct.run_start;
 	tctx->acct.run_start = now;
 	if (!accounting)
 		return ran;

@@ -12,7 +12,7 @@ struct task_ctx;
 
 /* A task's accounting, written by account.bpf.c only. */
 struct acct_task {
-	u64	run_start;	/* when it last started running (kept with accounting off: gangs charge by it) */
+	u64	run_start;	/* when it last started running (kept with accounting off: vtime and gangs charge by it) */
 	u64	ready_at;	/* when it last became ready to run (run delay) */
 	u64	runnable_job;	/* job whose nr_runnable counts this task */
 	u64	running_job;	/* job whose nr_running counts this task */
@@ -22,6 +22,8 @@ struct acct_task {
 void account_runnable(struct task_ctx *tctx, u64 now);
 /* running(): its run delay ends, its run begins. */
 void account_running(struct task_ctx *tctx, u64 now);
+/* How long it has run since it started or was last charged, at @now. */
+u64 account_ran(const struct task_ctx *tctx, u64 now);
 /* Charge its run so far and start afresh; returns the time charged. */
 u64 account_checkpoint(struct task_ctx *tctx, u64 now);
 /* stopping(): charge its run; @runnable: it waits again from @now. */

@@ -20,9 +20,8 @@ struct gang_task {
 	u64	slot_seq;	/* gang slot in which it last started running */
 };
 
-/* A task's gang relief turn (gang_relief()), written by the ops and gang_run. */
+/* A task's wait for a gang relief turn (gang_relief()), written by the ops. */
 struct relief_task {
-	u64	slice;		/* slice of the relief turn it runs on, or 0 */
 	u64	queued_at;	/* when it was last queued on the primary DSQ */
 };
 

@@ -99,14 +99,13 @@ static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
 			 s32 cpu)
 {
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
-
 	/* The figures see the slice it ran, before the next one begins. */
-	gang_charge_run(cpu, tctx, account_checkpoint(tctx, scx_bpf_now()));
-	prev->scx.dsq_vtime = charged_vtime(prev, tctx, false);
-	if (tctx) {
+	u64 ran = account_checkpoint(tctx, scx_bpf_now());
+
+	gang_charge_run(cpu, tctx, ran);
+	prev->scx.dsq_vtime = charged_vtime(prev, tctx, ran, false);
+	if (tctx)
 		tctx->guard.granted = false;
-		tctx->relief.slice = 0;
-	}
 	prev->scx.slice = tier_slice(tier);
 	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST);
 	stat_inc(LINGER_STAT_KEEP_PREV);
@@ -311,7 +310,8 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 * handed to a guest (strict priority covers the task on the CPU too).
 	 */
 	if (prev_ordinary &&
-	    !queue_head_before(LINGER_TIER_PRIMARY, charged_vtime(prev, tctx, false))) {
+	    !queue_head_before(LINGER_TIER_PRIMARY,
+			       charged_vtime(prev, tctx, account_ran(tctx, now), false))) {
 		keep_running(prev, tctx, cpu);
 		return;
 	}
@@ -397,10 +397,9 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 		cctx->grant_pending = false;
 		if (tier == LINGER_TIER_PRIMARY && cctx->relief_pending && tctx) {
 			/* What is left of this CPU's relief turn. */
-			tctx->relief.slice = time_before(now + RELIEF_MIN_SLICE_NS,
-							 cctx->relief_end) ?
-					     cctx->relief_end - now : RELIEF_MIN_SLICE_NS;
-			p->scx.slice = tctx->relief.slice;
+			p->scx.slice = time_before(now + RELIEF_MIN_SLICE_NS,
+						   cctx->relief_end) ?
+				       cctx->relief_end - now : RELIEF_MIN_SLICE_NS;
 		}
 		cctx->relief_pending = false;
 	}
@@ -424,10 +423,8 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	u64 ran = account_stopping(tctx, runnable, scx_bpf_now());
 
-	p->scx.dsq_vtime = charged_vtime(p, tctx, true);
+	p->scx.dsq_vtime = charged_vtime(p, tctx, ran, true);
 	gang_note_stopping(scx_bpf_task_cpu(p), tctx, ran);
-	if (tctx)
-		tctx->relief.slice = 0;
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->guard.granted) {

@@ -23,8 +23,9 @@ struct vtime_task {
 u64 tier_slice(u32 tier);
 /* The vtime @p queues with in @tier's DSQ. */
 u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx, u32 tier);
-/* The vtime @p will have once charged for its current slice. */
-u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx, bool refresh);
+/* The vtime @p will have once charged for running @ran ns. */
+u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx, u64 ran,
+		  bool refresh);
 /* Does the first task queued on @dsq come before @vtime? */
 bool queue_head_before(u64 dsq, u64 vtime);
 /* runnable(): a waking task banks at most one slice over its tier. */
@@ -34,7 +35,7 @@ void vtime_wake(struct task_struct *p, u32 tier);
 void vtime_advance(struct task_struct *p, struct task_ctx *tctx, bool slotted);
 /* A slotted gang member's vtime follows no tier's clock from now on. */
 void vtime_detach(struct task_ctx *tctx);
-/* enable(): a task joining the scheduler starts level with primaries. */
+/* enable(): a task joining the scheduler starts on the primaries' floor. */
 void vtime_enable(struct task_struct *p);
 
 #endif /* __SCX_LINGER_VTIME_BPF_H */
