@@ -23,8 +23,25 @@
  * watchdog timeout. The defaults ask for 1 ms every 2 s per CPU; slices
  * end at the next scheduler tick, so a grant really lasts up to one tick
  * (4 ms at HZ=250): at most 0.2% of a busy node's CPU time.
+ *
+ * The age guard. The grant keeps the guest queue moving and vtime keeps
+ * each tier fair, but neither bounds how long one task waits. A task far
+ * ahead of its tier in vtime waits until every other task of the tier has
+ * run as much more, and tasks that wake often and run briefly climb
+ * slowly: a light task (nice 19 is charged 100 times its run) or one
+ * charged a long run can wait for tens of seconds. Under the stress-ng
+ * soak, stress-ng's schedpolicy worker waited 33-38 s and the kernel
+ * ejected the scheduler. So every AGE_LOOK_NS one CPU looks through both
+ * tier queues for tasks that have been ready for a quarter of the
+ * watchdog's timeout without running, and runs up to AGE_RESCUE_MAX of
+ * them on itself for a guard slice. Running at all is what the watchdog
+ * asks; their place in vtime is left as it is.
  */
 #include "ctx.bpf.h"
+#include "stats.bpf.h"
+
+#define AGE_LOOK_NS	(100 * 1000000ULL)
+#define AGE_RESCUE_MAX	4
 
 /* When a task last left the guest DSQ (any CPU, any reason). */
 static u64 guest_dsq_last_move;
@@ -73,4 +90,55 @@ __hidden bool guard_due(struct cpu_ctx *cctx, u64 now)
 	interval = guard_interval(nr);
 	return now - guest_dsq_last_move >= interval &&
 	       now - cctx->last_grant >= interval;
+}
+
+__hidden void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now)
+{
+	if (tctx)
+		tctx->guard.waiting_since = waits ? now : 0;
+}
+
+/* When a CPU last looked for overdue tasks. */
+static u64 age_looked_at;
+
+/* Move up to @budget overdue tasks of @dsq that may run on @cpu to it. */
+static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget)
+{
+	struct task_struct *p;
+	u32 moved = 0;
+
+	if (!budget || !scx_bpf_dsq_nr_queued(dsq))
+		return 0;
+	bpf_for_each(scx_dsq, p, dsq, 0) {
+		struct task_ctx *tctx = lookup_task_ctx(p);
+		u64 since;
+
+		if (!tctx)
+			continue;
+		since = tctx->guard.waiting_since;
+		if (!since || time_before(now, since + watchdog_ns / 4) ||
+		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, guard_slice_ns);
+		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
+			continue;
+		stat_inc(LINGER_STAT_AGE_RESCUE);
+		if (++moved >= budget)
+			break;
+	}
+	return moved;
+}
+
+__hidden bool guard_rescue_overdue(s32 cpu, u64 now)
+{
+	u64 last = age_looked_at;
+	u32 moved;
+
+	/* One CPU per look; the others go on at once. */
+	if (now - last < AGE_LOOK_NS ||
+	    __sync_val_compare_and_swap(&age_looked_at, last, now) != last)
+		return false;
+	moved = rescue_from(LINGER_TIER_PRIMARY, cpu, now, AGE_RESCUE_MAX);
+	moved += rescue_from(LINGER_TIER_GUEST, cpu, now, AGE_RESCUE_MAX - moved);
+	return moved > 0;
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * guard.bpf.h - the starvation guard: a bounded trickle of CPU for
- * guests under full primary load. Design: guard.bpf.c.
+ * guard.bpf.h - the starvation guards: a bounded trickle of CPU for
+ * guests under full primary load, and a bound on any one task's wait.
+ * Design: guard.bpf.c.
  */
 #ifndef __SCX_LINGER_GUARD_BPF_H
 #define __SCX_LINGER_GUARD_BPF_H
@@ -9,9 +10,11 @@
 #include "linger.bpf.h"
 
 struct cpu_ctx;
+struct task_ctx;
 
-/* A task's guard state, written by the ops in main.bpf.c only. */
+/* A task's guard state, written by the ops and guard.bpf.c only. */
 struct guard_task {
+	u64	waiting_since;	/* ready to run, and not run, since then (0: running or asleep) */
 	bool	granted;	/* running on a starvation-guard grant */
 };
 
@@ -23,5 +26,9 @@ void guard_note_guest_queued(u64 vtime);
 void guard_send_to_back(struct task_struct *p);
 /* Should this CPU hand the head of the guest queues a grant now? */
 bool guard_due(struct cpu_ctx *cctx, u64 now);
+/* runnable() and stopping(): from @now it waits (@waits), or not. */
+void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now);
+/* dispatch(): run tasks that waited too long on @cpu; true if any. */
+bool guard_rescue_overdue(s32 cpu, u64 now);
 
 #endif /* __SCX_LINGER_GUARD_BPF_H */

@@ -225,6 +225,7 @@ enum linger_stat {
 	LINGER_STAT_GANG_DISPLACED,	/* member pushed off by a higher sched class */
 	LINGER_STAT_BACKFILL,		/* non-gang task ran on a CPU during a gang slot */
 	LINGER_STAT_GANG_RELIEF,	/* relief turn for overdue ordinary work in a slot */
+	LINGER_STAT_AGE_RESCUE,		/* task run because it waited a quarter of the watchdog */
 	LINGER_NR_STATS,
 };
 

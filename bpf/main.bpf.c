@@ -106,7 +106,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
 	prev->scx.dsq_vtime = charged_vtime(prev, tctx, ran, false);
 	if (tctx)
 		tctx->guard.granted = false;
-	prev->scx.slice = tier_slice(tier);
+	prev->scx.slice = weighted_slice(prev, tctx, tier_slice(tier));
 	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST);
 	stat_inc(LINGER_STAT_KEEP_PREV);
 }
@@ -281,6 +281,10 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	/* Labels or the gang table changed: re-sort the tasks already waiting. */
 	reclassify_queued();
 
+	/* Any task that has waited too long, whatever its tier and vtime. */
+	if (guard_rescue_overdue(cpu, now))
+		return;
+
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
 		tctx = lookup_task_ctx(prev);
 		/*
@@ -369,10 +373,12 @@ void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	u32 tier = task_tier(p, tctx);
+	u64 now = scx_bpf_now();
 
 	if (tctx)
 		gang_count_runnable(tctx);
-	account_runnable(tctx, scx_bpf_now());
+	account_runnable(tctx, now);
+	guard_note_waiting(tctx, true, now);
 	vtime_wake(p, tier);
 }
 
@@ -405,10 +411,12 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	}
 	if (tctx)
 		granted = tctx->guard.granted;
+	p->scx.slice = weighted_slice(p, tctx, p->scx.slice);
 
 	/* Only a guest that is not on a guard grant may be kicked off. */
 	mark_guest_cpu(scx_bpf_task_cpu(p), tier == LINGER_TIER_GUEST && !granted);
 	account_running(tctx, now);
+	guard_note_waiting(tctx, false, now);
 	gang_note_running(scx_bpf_task_cpu(p), tctx, now);
 	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE);
 }
@@ -421,9 +429,11 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	u64 ran = account_stopping(tctx, runnable, scx_bpf_now());
+	u64 now = scx_bpf_now();
+	u64 ran = account_stopping(tctx, runnable, now);
 
 	p->scx.dsq_vtime = charged_vtime(p, tctx, ran, true);
+	guard_note_waiting(tctx, runnable, now);
 	gang_note_stopping(scx_bpf_task_cpu(p), tctx, ran);
 
 	/* A guard grant sends its guest to the back of the guest queue. */

@@ -78,6 +78,32 @@ __hidden u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx
 	return vtime;
 }
 
+/* The shortest slice weighted_slice() cuts a light task's to. */
+#define LIGHT_MIN_SLICE_NS	(500 * 1000ULL)
+
+/*
+ * A task lighter than the default weight (nice above 0, SCHED_IDLE, a
+ * cgroup with a low cpu.weight) runs a proportionally shorter slice, as
+ * EEVDF gives it a smaller request: the same share, in shorter runs more
+ * often. Its vtime is charged at 100/weight per nanosecond, so one whole
+ * 20 ms slice at nice 19 (weight 1) put it 2 s of vtime past the clock,
+ * and it then waited until every other task of its tier had run 2 s more
+ * (the age guard in guard.bpf.c bounds what is left of such waits).
+ */
+__hidden u64 weighted_slice(struct task_struct *p, struct task_ctx *tctx,
+			    u64 slice)
+{
+	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
+	u64 w = task_weight(p, tctx, false), most;
+
+	if (w >= 100)
+		return slice;
+	most = tier_slice(tier) * w / 100;
+	if (most < LIGHT_MIN_SLICE_NS)
+		most = LIGHT_MIN_SLICE_NS;
+	return slice < most ? slice : most;
+}
+
 /*
  * The vtime @p will have once charged for @ran ns on a CPU, inversely to
  * its weight: at the default weight of 100, one nanosecond of CPU costs

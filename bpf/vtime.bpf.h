@@ -23,6 +23,8 @@ struct vtime_task {
 u64 tier_slice(u32 tier);
 /* The vtime @p queues with in @tier's DSQ. */
 u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx, u32 tier);
+/* @slice, cut short for a task lighter than the default weight. */
+u64 weighted_slice(struct task_struct *p, struct task_ctx *tctx, u64 slice);
 /* The vtime @p will have once charged for running @ran ns. */
 u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx, u64 ran,
 		  bool refresh);

@@ -33,6 +33,7 @@ const NAMES: [(linger_stat, &str); NR_STATS] = [
     (linger_stat_LINGER_STAT_GANG_DISPLACED, "gang_displaced"),
     (linger_stat_LINGER_STAT_BACKFILL, "backfill"),
     (linger_stat_LINGER_STAT_GANG_RELIEF, "gang_relief"),
+    (linger_stat_LINGER_STAT_AGE_RESCUE, "age_rescue"),
 ];
 
 impl Counters {
