@@ -28,7 +28,7 @@ void guard_send_to_back(struct task_struct *p);
 bool guard_due(struct cpu_ctx *cctx, u64 now);
 /* runnable() and stopping(): from @now it waits (@waits), or not. */
 void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now);
-/* dispatch(): run tasks that waited too long on @cpu; true if any. */
-bool guard_rescue_overdue(s32 cpu, u64 now);
+/* dispatch(): run @tier's tasks that waited too long on @cpu; true if any. */
+bool guard_rescue_overdue(u32 tier, s32 cpu, u64 now);
 
 #endif /* __SCX_LINGER_GUARD_BPF_H */

@@ -281,8 +281,8 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	/* Labels or the gang table changed: re-sort the tasks already waiting. */
 	reclassify_queued();
 
-	/* Any task that has waited too long, whatever its tier and vtime. */
-	if (guard_rescue_overdue(cpu, now))
+	/* Any primary that has waited too long, whatever its vtime. */
+	if (guard_rescue_overdue(LINGER_TIER_PRIMARY, cpu, now))
 		return;
 
 	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
@@ -345,7 +345,9 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 		stat_inc(LINGER_STAT_DISPATCH_PRIMARY);
 		return;
 	}
-	/* Guests: those in the slot's guest gangs first, then the rest. */
+	/* Guests: one that waited too long, the slot's guest gangs, the rest. */
+	if (guard_rescue_overdue(LINGER_TIER_GUEST, cpu, now))
+		return;
 	if (dispatch_gang(LINGER_TIER_GUEST, cpu, prev, tctx, now))
 		return;
 	if (scx_bpf_dsq_move_to_local(LINGER_TIER_GUEST, 0)) {
