@@ -167,7 +167,12 @@ fn top_shows_both_classes_live_copes_with_resizes_and_quits_on_q() {
     let _duty = DutyThreads::start(1, Duration::from_millis(10), Duration::from_millis(10));
     let exit_file = results_dir().join("top-exit");
     let _ = std::fs::remove_file(&exit_file);
-    let cmd = format!("{AGENT} top; echo $? > {}", exit_file.display());
+    // The shell creates the file before `echo` writes to it, so the code
+    // is written aside and renamed into place: once it exists, it is whole.
+    let cmd = format!(
+        "{AGENT} top; echo $? > {f}.part && mv {f}.part {f}",
+        f = exit_file.display()
+    );
     tmux(&[
         "new-session",
         "-d",
