@@ -133,42 +133,54 @@ fn read_label(dir: &Path, name: &str) -> Option<String> {
 /// Scan every cgroup below the mount. Cgroups that vanish mid-scan (jobs
 /// ending) are skipped, not errors.
 pub fn scan(mount: &Path, cfg: &Config) -> Result<Vec<Cgroup>> {
-    let mut out = Vec::new();
-    // Parents come before their children; a cgroup removed mid-walk is
-    // an error entry, skipped.
-    let dirs = WalkDir::new(mount)
+    Ok(scan_under(mount, "", cfg))
+}
+
+/// Scan the cgroup `rel` (relative to the mount, "" for the root) and
+/// everything below it, parents before their children. Cgroups removed
+/// mid-walk are skipped; a missing `rel` gives nothing.
+pub fn scan_under(mount: &Path, rel: &str, cfg: &Config) -> Vec<Cgroup> {
+    let top = if rel.is_empty() {
+        mount.to_path_buf()
+    } else {
+        mount.join(rel)
+    };
+    WalkDir::new(top)
         .follow_links(false)
         .into_iter()
         .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_dir());
-    for entry in dirs {
-        let dir = entry.path();
-        let Ok(meta) = entry.metadata() else {
-            continue;
-        };
-        let rel = dir
-            .strip_prefix(mount)
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let cpu_idle = cfg.honor_cpu_idle
-            && std::fs::read_to_string(dir.join("cpu.idle")).is_ok_and(|s| s.trim() == "1");
-        let rule = cfg.rule_for(&rel);
-        let facts = Facts {
-            trusted: read_label(dir, TRUSTED_XATTR),
-            user: read_label(dir, USER_XATTR),
-            rule: rule.map(|r| (r.class, r.pattern.clone())),
-            cpu_idle,
-            trusted_slot: read_label(dir, TRUSTED_SLOT_XATTR),
-            user_slot: read_label(dir, USER_SLOT_XATTR),
-            rule_slot: rule.and_then(|r| r.slot_ms),
-        };
-        out.push(Cgroup {
-            rel,
-            id: meta.ino(),
-            facts,
-        });
+        .filter(|e| e.file_type().is_dir())
+        .filter_map(|e| read_cgroup(mount, e.path(), cfg))
+        .collect()
+}
+
+/// One cgroup directory's labels and facts; None if it is gone.
+pub fn read_cgroup(mount: &Path, dir: &Path, cfg: &Config) -> Option<Cgroup> {
+    let meta = std::fs::symlink_metadata(dir).ok()?;
+    if !meta.is_dir() {
+        return None;
     }
-    Ok(out)
+    let rel = dir
+        .strip_prefix(mount)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let cpu_idle = cfg.honor_cpu_idle
+        && std::fs::read_to_string(dir.join("cpu.idle")).is_ok_and(|s| s.trim() == "1");
+    let rule = cfg.rule_for(&rel);
+    let facts = Facts {
+        trusted: read_label(dir, TRUSTED_XATTR),
+        user: read_label(dir, USER_XATTR),
+        rule: rule.map(|r| (r.class, r.pattern.clone())),
+        cpu_idle,
+        trusted_slot: read_label(dir, TRUSTED_SLOT_XATTR),
+        user_slot: read_label(dir, USER_SLOT_XATTR),
+        rule_slot: rule.and_then(|r| r.slot_ms),
+    };
+    Some(Cgroup {
+        rel,
+        id: meta.ino(),
+        facts,
+    })
 }
 
 /// What a not yet seen descendant inherits (see Resolved::heir).
@@ -193,9 +205,12 @@ fn parent_of(rel: &str) -> Option<&str> {
 /// With it, each cgroup's job and what its unseen descendants inherit:
 /// every rule of who is what lives here, and the BPF side only looks the
 /// answers up.
-pub fn resolve_all(cgroups: &[Cgroup], default: Class) -> Vec<Resolved> {
+pub fn resolve_all<'a>(
+    cgroups: impl IntoIterator<Item = &'a Cgroup>,
+    default: Class,
+) -> Vec<Resolved> {
     // Parents before children: sort by depth, then path.
-    let mut order: Vec<&Cgroup> = cgroups.iter().collect();
+    let mut order: Vec<&Cgroup> = cgroups.into_iter().collect();
     order.sort_by_key(|c| {
         (
             c.rel.matches('/').count() + usize::from(!c.rel.is_empty()),

@@ -2,8 +2,9 @@
 //! What each cgroup is: the classes operators label jobs with
 //! (class.rs: the vocabulary and who may label what), the labels read
 //! from the cgroup tree and the class every cgroup ends up with
-//! (cgroups.rs), the site's rules (config.rs), and the `tag`, `untag`
-//! and `ls` commands (tag.rs).
+//! (cgroups.rs), the agent's copy of the tree and the events that keep
+//! it current (tree.rs, watch.rs), the site's rules (config.rs), and the
+//! `tag`, `untag` and `ls` commands (tag.rs).
 //!
 //! Owns every decision about a cgroup's class. Imports only node.rs and
 //! bpf::intf (for the class values the BPF side shares); never the
@@ -14,3 +15,5 @@ pub mod config;
 #[cfg(test)]
 mod hostile_input;
 pub mod tag;
+pub mod tree;
+pub mod watch;

@@ -4,10 +4,10 @@
 //! Root writes `trusted.scx_linger.class`; anyone else may only write
 //! `user.scx_linger.class` = guest on a cgroup they can write to (the kernel
 //! checks that), which can demote a job but never promote one. After a
-//! change we poke the running agent (SIGUSR1, pid from PID_FILE) so the
-//! label takes effect at once; the agent also rescans on its own every
-//! second, which is how a user's label reaches it (a user cannot signal a
-//! root process).
+//! change we poke the running agent (SIGUSR1, pid from PID_FILE) so it
+//! applies what changed without waiting; the agent also sees every label
+//! change as a cgroupfs event (labels/watch.rs), which is how a user's
+//! label reaches it (a user cannot signal a root process).
 
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -189,9 +189,9 @@ pub fn ls(mount: &Path, cfg: &Config, all: bool) -> Result<String> {
     Ok(out)
 }
 
-/// Ask a running agent to rescan labels now. Best effort: without an agent
-/// (or without permission to signal it) the label still applies on the
-/// agent's next periodic scan or its next start.
+/// Ask a running agent to apply label changes now. Best effort: without
+/// an agent (or without permission to signal it) the label still reaches
+/// it as a cgroupfs event, or at its next start.
 pub fn notify_agent() {
     let Some(pid) = agent_pid(Path::new(PID_FILE)) else {
         return;

@@ -50,10 +50,13 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u64).range(50..=100_000))]
     pub relief_slice_us: u64,
 
-    /// Rescan cgroup labels at least this often, in milliseconds (`tag`
-    /// also triggers a rescan at once).
-    #[arg(long, default_value_t = 1000,
-          value_parser = clap::value_parser!(u64).range(50..=60_000))]
+    /// Read the whole cgroup tree again this often, in milliseconds: a
+    /// safety net. Cgroups made, removed or relabelled (by `tag`,
+    /// `setfattr` or `cpu.idle`) take effect at once through cgroupfs
+    /// events; where those cannot be had (inotify limits) the agent
+    /// rescans every second instead.
+    #[arg(long, default_value_t = 600_000,
+          value_parser = clap::value_parser!(u64).range(50..=86_400_000))]
     pub rescan_ms: u64,
 
     /// Default gang time slot, in ms (a gang's label may set its own).

@@ -26,7 +26,7 @@ use log::{info, warn};
 
 use crate::bpf::program::Tunables;
 use crate::labels::config::Config;
-use crate::labels::{cgroups, tag};
+use crate::labels::{cgroups, tag, watch};
 use crate::node::Caps;
 use crate::observe::{metrics, server};
 use restart::Ending;
@@ -54,6 +54,14 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         signal_hook::consts::SIGUSR1,
     ])
     .context("installing signal handlers")?;
+    // Cgroups made, removed or relabelled arrive as events; without them
+    // (no inotify) the run loop rescans the tree every second instead.
+    let mut blind = false;
+    let watch_tx = tx.clone();
+    if let Err(e) = watch::spawn(&mount, move |c| watch_tx.send(Event::Tree(c)).is_ok()) {
+        warn!("cannot watch the cgroup tree ({e:#}): the agent rescans every cgroup periodically");
+        blind = true;
+    }
     std::thread::spawn(move || {
         for sig in signals.forever() {
             let ev = if sig == signal_hook::consts::SIGUSR1 {
@@ -101,7 +109,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     let mut policy = restart::Policy::new(args.max_restarts);
     loop {
         let started = Instant::now();
-        let ended = session::run(args, &cfg, &mount, &tunables, &events, &latest)?;
+        let ended = session::run(args, &cfg, &mount, &tunables, &events, &latest, &mut blind)?;
         match policy.after(ended.ending, started.elapsed()) {
             restart::Decision::Stop => {
                 return Ok(if ended.ending == Ending::Requested {
@@ -126,10 +134,32 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
                     policy.failures(),
                     policy.max_failures
                 );
-                if let Ok(Event::Stop) = events.recv_timeout(wait) {
+                if stop_requested_within(&events, wait, &mut blind) {
                     return Ok(Exit::Requested);
                 }
             }
+        }
+    }
+}
+
+/// Wait out a restart's delay; true if asked to stop meanwhile. Other
+/// events need no answer now (the next run reads the whole tree), but a
+/// watch gone blind stays so.
+fn stop_requested_within(
+    events: &mpsc::Receiver<Event>,
+    wait: std::time::Duration,
+    blind: &mut bool,
+) -> bool {
+    let until = Instant::now() + wait;
+    loop {
+        match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
+            Ok(Event::Stop) => return true,
+            Ok(Event::Tree(watch::Change::Blind(why))) if !*blind => {
+                warn!("{why}");
+                *blind = true;
+            }
+            Ok(_) => {}
+            Err(_) => return false,
         }
     }
 }

@@ -19,6 +19,8 @@ use crate::gangs::rotation::Rotation;
 use crate::labels::cgroups;
 use crate::labels::class::Class;
 use crate::labels::config::Config;
+use crate::labels::tree::{Dirty, Tree};
+use crate::labels::watch::Change;
 use crate::observe::counters::Counters;
 use crate::observe::gang_figures;
 use crate::observe::sampler::{Labelled, Sampler};
@@ -30,10 +32,13 @@ pub struct Ended {
     pub why: String,
 }
 
-/// What wakes the run loop: the signal thread (lifecycle/mod.rs) sends these.
+/// What wakes the run loop: the signal thread and the cgroup watch
+/// (lifecycle/mod.rs) send these.
 pub enum Event {
     Stop,
+    /// `tag` changed a label (SIGUSR1): apply what changed now.
     Rescan,
+    Tree(Change),
 }
 
 /// How often the stats are read (what `top` refreshes at).
@@ -42,54 +47,63 @@ const SAMPLE_EVERY: Duration = Duration::from_secs(1);
 /// noticed within this), and how often while gangs exist.
 const EJECT_WATCH: Duration = Duration::from_millis(100);
 const GANG_WATCH: Duration = Duration::from_millis(50);
+/// Cgroup events are gathered this long before they are applied: a job
+/// manager makes a job's cgroups (job, step, task) in one burst.
+const SETTLE: Duration = Duration::from_millis(10);
+/// The full rescan's interval when changes cannot be watched (watch.rs).
+const BLIND_RESCAN: Duration = Duration::from_secs(1);
+/// How often gangs are resized and repacked from BPF's counts.
+const REPACK_EVERY: Duration = Duration::from_secs(1);
 
-/// Rescan the cgroup tree and hand the labels to BPF; keep the scan in
-/// `labelled` for the stats. A failure keeps the labels BPF already has:
-/// scheduling never waits on the agent. Returns true if any label changed.
-fn sync_labels(
+/// Hand BPF the labels of every cgroup in `tree`; keep them in `labelled`
+/// for the stats. A failure keeps the labels BPF already has: scheduling
+/// never waits on the agent. Returns true if any label changed.
+fn publish_labels(
     sched: &mut Scheduler,
     rotation: &mut Rotation,
     labelled: &mut Labelled,
-    mount: &Path,
+    tree: &Tree,
     cfg: &Config,
 ) -> bool {
     let started = Instant::now();
-    let result = cgroups::scan(mount, cfg).and_then(|cgs| {
-        let resolved = cgroups::resolve_all(&cgs, cfg.default_class);
-        let want = rotation.label_entries(&resolved);
-        let changed = sched.sync_labels(&want)?;
-        let count = |c: Class| resolved.iter().filter(|r| r.own && r.class == c).count();
-        let counts = Class::ALL.map(|c| format!("{} {c}", count(c))).join(", ");
-        let own = resolved.iter().filter(|r| r.own).count();
-        *labelled = Labelled {
-            at: Some(started),
-            cgroups: resolved,
-        };
-        Ok((cgs.len(), own, counts, changed))
-    });
+    let resolved = cgroups::resolve_all(tree.cgroups(), cfg.default_class);
+    let want = rotation.label_entries(&resolved);
+    let count = |c: Class| resolved.iter().filter(|r| r.own && r.class == c).count();
+    let counts = Class::ALL.map(|c| format!("{} {c}", count(c))).join(", ");
+    let own = resolved.iter().filter(|r| r.own).count();
+    let result = sched.sync_labels(&want);
+    *labelled = Labelled {
+        at: Some(started),
+        cgroups: resolved,
+    };
     match result {
-        Ok((n, labelled, counts, changed)) if changed > 0 => {
+        Ok(changed) if changed > 0 => {
             info!(
-                "labels: {labelled} labelled cgroups ({counts}) of {n}; {changed} map entries changed in {:?}",
+                "labels: {own} labelled cgroups ({counts}) of {}; {changed} map entries changed in {:?}",
+                tree.count(),
                 started.elapsed()
             );
             true
         }
-        Ok((n, ..)) => {
+        Ok(_) => {
             debug!(
-                "labels: {n} cgroups scanned, no change, {:?}",
+                "labels: {} cgroups, no change, {:?}",
+                tree.count(),
                 started.elapsed()
             );
             false
         }
         Err(e) => {
-            warn!("label scan failed, keeping the previous labels: {e:#}");
+            warn!("handing labels to BPF failed, keeping the previous labels: {e:#}");
             false
         }
     }
 }
 
 /// Load the scheduler and serve it until it ends (see the module comment).
+///
+/// `blind` says the cgroup watch cannot see every change (watch.rs); it
+/// outlives the run, as the watch does.
 pub fn run(
     args: &RunArgs,
     cfg: &Config,
@@ -97,6 +111,7 @@ pub fn run(
     tunables: &Tunables,
     events: &Receiver<Event>,
     latest: &Latest,
+    blind: &mut bool,
 ) -> Result<Ended> {
     let mut storage = MaybeUninit::uninit();
     let mut sched = Scheduler::load(&mut storage, tunables)?;
@@ -104,17 +119,29 @@ pub fn run(
     let mut labelled = Labelled::default();
     // Labels first, then attach: no task is ever scheduled as a primary
     // just because the first scan had not finished (a restart under load).
-    sync_labels(&mut sched, &mut rotation, &mut labelled, mount, cfg);
+    // Changes from here on arrive as events and are applied one cgroup at
+    // a time; the full rescan is a safety net.
+    let mut tree = Tree::scan(mount, cfg);
+    publish_labels(&mut sched, &mut rotation, &mut labelled, &tree, cfg);
     sched.attach()?;
     let mut sampler = Sampler::new();
     println!("scx_linger: scheduler enabled");
 
-    let rescan_every = Duration::from_millis(args.rescan_ms);
+    let rescan_every = |blind: bool| {
+        let every = Duration::from_millis(args.rescan_ms);
+        if blind {
+            every.min(BLIND_RESCAN)
+        } else {
+            every
+        }
+    };
     let stats_every = Duration::from_secs(args.stats);
-    let mut next_rescan = Instant::now() + rescan_every;
+    let mut next_rescan = Instant::now() + rescan_every(*blind);
+    let mut dirty: Vec<Dirty> = Vec::new();
+    let mut next_apply: Option<Instant> = None;
     // Gang sizes come from BPF's counts, which follow a label change at
     // the members' next scheduling events: repack soon after one.
-    let mut next_repack = Instant::now() + Duration::from_millis(200);
+    let mut next_repack = Some(Instant::now() + Duration::from_millis(200));
     let mut next_stats = Instant::now() + stats_every;
     let mut next_sample = Instant::now();
     let mut last = Counters::default();
@@ -130,6 +157,9 @@ pub fn run(
             EJECT_WATCH
         };
         let mut wake = next_rescan.min(next_sample).min(Instant::now() + poll);
+        if let Some(at) = next_apply {
+            wake = wake.min(at);
+        }
         if args.stats > 0 {
             wake = wake.min(next_stats);
         }
@@ -138,21 +168,50 @@ pub fn run(
                 requested = true;
                 break;
             }
-            Ok(Event::Rescan) => next_rescan = Instant::now(),
+            Ok(Event::Rescan) if *blind => next_rescan = Instant::now(),
+            Ok(Event::Rescan) => next_apply = Some(Instant::now()),
+            Ok(Event::Tree(Change::Dirty(d))) => {
+                for d in d {
+                    if !dirty.contains(&d) {
+                        dirty.push(d);
+                    }
+                }
+                next_apply.get_or_insert(Instant::now() + SETTLE);
+            }
+            Ok(Event::Tree(Change::Blind(why))) => {
+                if !*blind {
+                    warn!("{why}");
+                    *blind = true;
+                    next_rescan = Instant::now() + rescan_every(true);
+                }
+            }
             Err(_) => {}
         }
         let now = Instant::now();
         if now >= next_rescan {
-            if sync_labels(&mut sched, &mut rotation, &mut labelled, mount, cfg) {
-                next_repack = next_repack.min(now + Duration::from_millis(200));
-            }
-            next_rescan = now + rescan_every;
+            dirty = vec![Dirty::All];
+            next_apply = Some(now);
+            next_rescan = now + rescan_every(*blind);
         }
-        if now >= next_repack || rotation.needs_repack(&sched) {
+        if next_apply.is_some_and(|at| now >= at) {
+            next_apply = None;
+            let started = Instant::now();
+            for d in dirty.drain(..) {
+                tree.refresh(mount, cfg, &d);
+            }
+            debug!("cgroup tree read again in {:?}", started.elapsed());
+            if publish_labels(&mut sched, &mut rotation, &mut labelled, &tree, cfg) {
+                let soon = now + Duration::from_millis(200);
+                next_repack = Some(next_repack.map_or(soon, |at| at.min(soon)));
+            }
+        }
+        if next_repack.is_some_and(|at| now >= at) || rotation.needs_repack(&sched) {
             if let Err(e) = rotation.update(&mut sched) {
                 warn!("gang table update failed, keeping the previous one: {e:#}");
             }
-            next_repack = now + rescan_every;
+            // Without gangs there is nothing to resize until a label
+            // changes (which sets it again above).
+            next_repack = rotation.has_gangs().then(|| now + REPACK_EVERY);
         }
         if now >= next_sample {
             let snap = sampler.sample(&sched, &rotation, &labelled);
