@@ -225,6 +225,101 @@ fn retagging_a_running_cgroup_takes_effect_within_100ms() {
     assert!(status.success(), "{out}");
 }
 
+/// Time until `h`'s CPU use crosses `rate` for good. Falling below: the
+/// end of the last 10 ms window above it before 500 ms entirely below (a
+/// primary among more primaries than CPUs has empty windows too, so the
+/// first empty one says nothing). Rising above: the first window above
+/// it, if the next 500 ms hold.
+fn effect_after(h: &Hogs, above: bool, rate: f64, what: &str) -> Duration {
+    let start = Instant::now();
+    let limit = Duration::from_secs(5);
+    if !above {
+        let mut last_above = Duration::ZERO;
+        let (mut r0, mut t) = (total_runtime(h), Instant::now());
+        while start.elapsed() < limit {
+            std::thread::sleep(Duration::from_millis(10));
+            let r = total_runtime(h);
+            let window = (r - r0) as f64 / t.elapsed().as_nanos() as f64;
+            (r0, t) = (r, Instant::now());
+            if window >= rate {
+                last_above = start.elapsed();
+            } else if start.elapsed() - last_above >= Duration::from_millis(500) {
+                return last_above;
+            }
+        }
+    } else {
+        while start.elapsed() < limit {
+            let left = limit.saturating_sub(start.elapsed());
+            if time_until_rate(h, true, rate, left).is_none() {
+                break;
+            }
+            let crossed = start.elapsed();
+            if cpu_rate(h, Duration::from_millis(500)) > rate {
+                return crossed;
+            }
+        }
+    }
+    panic!("{what}: the job's CPU share did not follow in {limit:?}");
+}
+
+#[test]
+fn labels_arrive_as_cgroupfs_events_without_tag_or_rescan() {
+    require_guest();
+    let p = nr_cpus();
+    let load = TestCgroup::new("t-events/load");
+    let _ = std::fs::write(format!("{CGROUP_ROOT}/cgroup.subtree_control"), "+cpu");
+    std::fs::write(load.path.join("../cgroup.subtree_control"), "+cpu").unwrap();
+    // No periodic rescan within the test and no `tag` (which signals the
+    // agent): whatever takes effect came through cgroupfs events.
+    let agent = Agent::start(&["--rescan-ms", "3600000"]);
+    let _prim = load.spin(p);
+    std::thread::sleep(Duration::from_millis(500));
+
+    // A cgroup made after the agent started, labelled by setxattr as a
+    // site's own tooling (or `setfattr`) would.
+    let job = TestCgroup::new("t-events/job");
+    let hogs = job.spin(1);
+    xattr_set(&job.path, "trusted.scx_linger.class", "guest");
+    let to_guest = effect_after(&hogs, false, 0.05, "labelled guest by setxattr");
+    xattr::remove(&job.path, "trusted.scx_linger.class").unwrap();
+    let to_primary = effect_after(&hogs, true, 0.3, "label removed");
+    // cpu.idle set on a new cgroup: a guest, unlabelled.
+    let idle = TestCgroup::new("t-events/idle");
+    let idle_hogs = idle.spin(1);
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::write(idle.path.join("cpu.idle"), "1").unwrap();
+    let to_idle = effect_after(&idle_hogs, false, 0.05, "cpu.idle = 1");
+    // A sub-cgroup made under a guest: a guest from its first task.
+    xattr_set(&job.path, "trusted.scx_linger.class", "guest");
+    let _ = effect_after(&hogs, false, 0.05, "labelled guest again");
+    let step = TestCgroup::new("t-events/job/step0");
+    let step_hogs = step.spin(1);
+    std::thread::sleep(Duration::from_millis(300));
+    let r = cpu_rate(&step_hogs, Duration::from_secs(1));
+    assert!(r < 0.05, "a new step of a guest job got {r:.2} CPUs");
+
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    figure(&format!(
+        "events (no tag, no rescan): setxattr guest -> effect {:.0} ms, label removed {:.0} ms, cpu.idle {:.0} ms (from the change to the share moving, 10 ms sampling)",
+        ms(to_guest),
+        ms(to_primary),
+        ms(to_idle)
+    ));
+    for (what, d) in [
+        ("guest", to_guest),
+        ("primary", to_primary),
+        ("cpu.idle", to_idle),
+    ] {
+        assert!(d < Duration::from_secs(2), "{what} took {d:?}");
+    }
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+    assert!(
+        !out.contains("rescans every cgroup"),
+        "the agent could not watch the tree:\n{out}"
+    );
+}
+
 #[test]
 fn moving_a_task_between_cgroups_changes_its_class() {
     require_guest();

@@ -297,7 +297,9 @@ fn churn_batch(
 fn cgroup_churn_leaves_bpf_maps_and_agent_memory_at_baseline() {
     require_guest();
     let total = env_or("SCX_LINGER_CHURN", 1000) as usize;
-    let mut agent = Agent::start(&["--rescan-ms", "200"]);
+    // No periodic rescan: cgroups made and removed reach the agent as
+    // cgroupfs events.
+    let mut agent = Agent::start(&[]);
     let root = TestCgroup::new("churn");
     // One batch first: the agent's allocator and caches reach their
     // working size on first use, which is not a leak.
