@@ -11,13 +11,13 @@
 //! for counters, `_ratio` for fractions.
 
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result};
 use log::warn;
 
 use super::histogram;
 use super::schema::Snapshot;
+use super::server::Latest;
 
 /// Label values escaped as the text format requires.
 fn escape(v: &str) -> String {
@@ -240,7 +240,7 @@ pub fn render(s: &Snapshot) -> String {
 
 /// Serve the latest reading at http://`addr`/metrics on a thread of its
 /// own. A bind failure stops the start: the operator asked for it.
-pub fn serve(addr: &str, latest: Arc<Mutex<Option<Snapshot>>>) -> Result<()> {
+pub fn serve(addr: &str, latest: Latest) -> Result<()> {
     let server = tiny_http::Server::http(addr)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| {
@@ -250,7 +250,7 @@ pub fn serve(addr: &str, latest: Arc<Mutex<Option<Snapshot>>>) -> Result<()> {
         .name("metrics".into())
         .spawn(move || {
             for req in server.incoming_requests() {
-                let reading = latest.lock().map(|s| s.clone()).unwrap_or(None);
+                let reading = latest.get();
                 let resp = match (req.url(), reading) {
                     ("/metrics", Some(s)) => tiny_http::Response::from_string(render(&s))
                         .with_header(

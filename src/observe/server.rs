@@ -18,7 +18,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use log::warn;
@@ -27,8 +27,40 @@ use super::schema::Snapshot;
 
 pub const SOCKET: &str = "/run/scx_linger/stats.sock";
 
-/// The latest reading, shared with the socket and metrics threads.
-pub type Latest = Arc<Mutex<Option<Snapshot>>>;
+/// The latest reading, shared with the socket and metrics threads, and
+/// when one of them last asked for it: the run loop reads the stats every
+/// second only while someone looks (a reading costs the agent about as
+/// much CPU as everything else it does on a quiet node).
+#[derive(Default)]
+pub struct Shared {
+    reading: Mutex<Option<Snapshot>>,
+    asked: Mutex<Option<Instant>>,
+}
+
+pub type Latest = Arc<Shared>;
+
+impl Shared {
+    /// The latest reading, for a client: it counts as being watched.
+    pub fn get(&self) -> Option<Snapshot> {
+        if let Ok(mut a) = self.asked.lock() {
+            *a = Some(Instant::now());
+        }
+        self.reading.lock().map(|s| s.clone()).unwrap_or(None)
+    }
+
+    pub fn set(&self, snap: Snapshot) {
+        if let Ok(mut r) = self.reading.lock() {
+            *r = Some(snap);
+        }
+    }
+
+    /// Whether a client asked for a reading within `within`.
+    pub fn watched(&self, within: Duration) -> bool {
+        self.asked
+            .lock()
+            .is_ok_and(|a| a.is_some_and(|t| t.elapsed() < within))
+    }
+}
 
 /// Removes the socket when the agent stops (a killed agent leaves it
 /// behind; clients then get "connection refused" and say that no agent
@@ -101,7 +133,7 @@ fn answer(stream: UnixStream, latest: &Latest) -> Result<()> {
     BufReader::new((&stream).take(4096))
         .read_line(&mut request)
         .context("reading the request")?;
-    let reading = latest.lock().map(|s| s.clone()).unwrap_or(None);
+    let reading = latest.get();
     let mut out = &stream;
     let Some(mut snap) = reading else {
         out.write_all(b"{\"error\":\"no reading yet\"}\n")?;
@@ -182,8 +214,9 @@ mod tests {
     fn serves_readings_and_refuses_unknown_requests() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.sock");
-        let latest: Latest = Arc::new(Mutex::new(None));
+        let latest: Latest = Default::default();
         let _served = serve(&path, None, latest.clone()).unwrap();
+        assert!(!latest.watched(Duration::from_secs(60)));
         let mode = std::fs::metadata(&path).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
 
@@ -192,7 +225,9 @@ mod tests {
         let mut snap = Snapshot::default();
         snap.node.kernel = "k".into();
         snap.history.push(Default::default());
-        *latest.lock().unwrap() = Some(snap);
+        // Asking, even before there is a reading, counts as watching.
+        assert!(latest.watched(Duration::from_secs(60)));
+        latest.set(snap);
         assert!(fetch(&path, false).unwrap().history.is_empty());
         assert_eq!(fetch(&path, true).unwrap().history.len(), 1);
 
