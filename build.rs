@@ -25,6 +25,7 @@ const UNITS: &[&str] = &[
     "bpf/reclassify.bpf.c",
     "bpf/stats.bpf.c",
     "bpf/vtime.bpf.c",
+    "bpf/wakeup.bpf.c",
     "bpf/weight.bpf.c",
 ];
 

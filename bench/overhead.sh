@@ -4,8 +4,10 @@
 # --overhead`): hackbench (rt-tests), nothing but wake-ups and context
 # switches, under the kernel's own scheduler (EEVDF), under scx_bpfland
 # (a general-purpose sched_ext scheduler), under scx_linger,
-# and under scx_linger with its accounting off. The first ratio is what
-# scheduling through BPF costs, the last what counting for the stats costs.
+# under scx_linger with its accounting off, and under scx_linger without
+# its wake-up preemption among primaries. The first ratio is what
+# scheduling through BPF costs, the next what counting for the stats
+# costs, the last what the wake-up rule costs hackbench's throughput.
 # Prints one raw line per run.
 #
 # usage: overhead.sh AGENT BIN_DIR REPEATS GROUPS LOOPS
@@ -28,5 +30,8 @@ for rep in $(seq "$REPEATS"); do
 	stop_sched
 	start_sched linger --no-accounting
 	echo "case=linger_noacct rep=$rep time=$(hb)"
+	stop_sched
+	start_sched linger --no-wake-preempt
+	echo "case=linger_nowp rep=$rep time=$(hb)"
 	stop_sched
 done

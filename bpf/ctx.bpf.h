@@ -6,7 +6,8 @@
  * parts, each declared and written by its own unit only (the others may
  * read it): which class it is in (classify), its vtime tier (vtime), its
  * cgroup's weight (weight), its accounting (account), its gang
- * bookkeeping and relief turn (gang), its guard grant (guard). Storage
+ * bookkeeping and relief turn (gang), its guard grant (guard), its
+ * wake-up bursts (wakeup). Storage
  * and lookups: ctx.bpf.c.
  */
 #ifndef __SCX_LINGER_CTX_BPF_H
@@ -18,6 +19,7 @@
 #include "gang.bpf.h"
 #include "guard.bpf.h"
 #include "vtime.bpf.h"
+#include "wakeup.bpf.h"
 #include "weight.bpf.h"
 
 struct task_ctx {
@@ -28,6 +30,7 @@ struct task_ctx {
 	struct gang_task	gang;
 	struct relief_task	relief;
 	struct guard_task	guard;
+	struct wakeup_task	wk;
 };
 
 /* Per-CPU state, touched only by its own CPU. */

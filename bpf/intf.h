@@ -226,6 +226,7 @@ enum linger_stat {
 	LINGER_STAT_BACKFILL,		/* non-gang task ran on a CPU during a gang slot */
 	LINGER_STAT_GANG_RELIEF,	/* relief turn for overdue ordinary work in a slot */
 	LINGER_STAT_AGE_RESCUE,		/* task run because it waited a quarter of the watchdog */
+	LINGER_STAT_WAKE_PREEMPT,	/* short-sleeping primary preempted a primary on waking */
 	LINGER_NR_STATS,
 };
 

@@ -74,6 +74,13 @@ const volatile u64 guard_slice_ns = LINGER_DEFAULT_GUARD_SLICE_US * 1000;
  */
 const volatile u64 relief_wait_ns = LINGER_DEFAULT_RELIEF_WAIT_US * 1000;
 const volatile u64 relief_slice_ns = LINGER_DEFAULT_RELIEF_SLICE_US * 1000;
+
+/*
+ * Wake-up preemption within the primary tier (wakeup.bpf.c): a primary
+ * that sleeps most of its time may preempt an ordinary primary when it
+ * wakes. Off: the slice end is the only switch point within the tier.
+ */
+const volatile bool wake_preempt = true;
 /* A task that joins a turn about to end still gets this much. */
 #define RELIEF_MIN_SLICE_NS	100000ULL
 
@@ -215,6 +222,8 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 			if (cpu_runs_guest(cpu)) {
 				scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 				stat_inc(LINGER_STAT_PREEMPT_GUEST);
+			} else if (enq_flags & SCX_ENQ_WAKEUP) {
+				wakeup_preempt(p, tctx);
 			}
 			return;
 		}
@@ -243,9 +252,13 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
-	/* No idle CPU: a primary takes one from a guest. */
-	if (tier == LINGER_TIER_PRIMARY)
-		preempt_guest_for(p);
+	/*
+	 * No idle CPU: a primary takes one from a guest, else a short sleeper
+	 * that just woke may take its own CPU from a primary (wakeup.bpf.c).
+	 */
+	if (tier == LINGER_TIER_PRIMARY && !preempt_guest_for(p) &&
+	    (enq_flags & SCX_ENQ_WAKEUP))
+		wakeup_preempt(p, tctx);
 }
 
 /*
@@ -381,6 +394,7 @@ void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
 		gang_count_runnable(tctx);
 	account_runnable(tctx, now);
 	guard_note_waiting(tctx, true, now);
+	wakeup_note_wake(tctx);
 	vtime_wake(p, tier);
 }
 
@@ -420,6 +434,7 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	account_running(tctx, now);
 	guard_note_waiting(tctx, false, now);
 	gang_note_running(scx_bpf_task_cpu(p), tctx, now);
+	wakeup_note_running(p, tctx);
 	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE);
 }
 
@@ -437,6 +452,7 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	p->scx.dsq_vtime = charged_vtime(p, tctx, ran, true);
 	guard_note_waiting(tctx, runnable, now);
 	gang_note_stopping(scx_bpf_task_cpu(p), tctx, ran);
+	wakeup_note_stopping(tctx, ran);
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->guard.granted) {

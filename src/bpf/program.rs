@@ -80,6 +80,8 @@ pub struct Tunables {
     pub guard_slice: Duration,
     pub relief_wait: Duration,
     pub relief_slice: Duration,
+    /// Wake-up preemption among primaries (bpf/wakeup.bpf.c).
+    pub wake_preempt: bool,
     /// Per-class and per-job accounting (bpf/account.bpf.c).
     pub accounting: bool,
     /// Testing only: make the BPF side fail this long after it starts.
@@ -122,14 +124,16 @@ impl<'obj> Scheduler<'obj> {
         rodata.guard_slice_ns = ns(t.guard_slice);
         rodata.relief_wait_ns = ns(t.relief_wait);
         rodata.relief_slice_ns = ns(t.relief_slice);
+        rodata.wake_preempt = t.wake_preempt;
         rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
         rodata.accounting = t.accounting;
         rodata.debug_fail_after_ns = t.debug_fail_after.map_or(0, ns);
 
         let skel = scx_ops_load!(open, linger_ops, uei)?;
         info!(
-            "loaded: primary slice {} us, guest slice {} us, guard {} us every {} ms, gang relief {} us after {} us",
+            "loaded: primary slice {} us (wake-up preemption {}), guest slice {} us, guard {} us every {} ms, gang relief {} us after {} us",
             t.primary_slice.as_micros(),
+            if t.wake_preempt { "on" } else { "off" },
             t.guest_slice.as_micros(),
             t.guard_slice.as_micros(),
             t.guard_interval.as_millis(),

@@ -50,6 +50,13 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u64).range(50..=100_000))]
     pub relief_slice_us: u64,
 
+    /// No wake-up preemption among primaries: a primary that sleeps most
+    /// of its time (a shell, a daemon, an MPI progress thread, cyclictest)
+    /// then waits for a CPU-bound primary's slice to end instead of
+    /// taking the CPU when it wakes.
+    #[arg(long)]
+    pub no_wake_preempt: bool,
+
     /// Read the whole cgroup tree again this often, in milliseconds: a
     /// safety net. Cgroups made, removed or relabelled (by `tag`,
     /// `setfattr` or `cpu.idle`) take effect at once through cgroupfs

@@ -34,6 +34,7 @@ const NAMES: [(linger_stat, &str); NR_STATS] = [
     (linger_stat_LINGER_STAT_BACKFILL, "backfill"),
     (linger_stat_LINGER_STAT_GANG_RELIEF, "gang_relief"),
     (linger_stat_LINGER_STAT_AGE_RESCUE, "age_rescue"),
+    (linger_stat_LINGER_STAT_WAKE_PREEMPT, "wake_preempt"),
 ];
 
 impl Counters {

@@ -541,3 +541,49 @@ fn cgroup_cpu_weight_is_honoured_within_a_class() {
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
 }
+
+/// A thread that wakes every 5 ms for 50 us beside one CPU-bound primary
+/// per CPU: its run delay per wake-up (schedstat) and the CPU-bound
+/// primaries' share of the CPUs, over 5 s, under the agent run with `args`.
+fn short_sleeper_beside_compute(args: &[&str]) -> (f64, f64) {
+    let p = nr_cpus();
+    let load = TestCgroup::new("t-wake/load");
+    let agent = Agent::start(args);
+    let hogs = load.spin(p);
+    let sleeper = DutyThreads::start(1, Duration::from_micros(50), Duration::from_millis(5));
+    std::thread::sleep(Duration::from_secs(1));
+    let (_, d0, s0) = sleeper.schedstat();
+    let (h0, t) = (total_runtime(&hogs), Instant::now());
+    std::thread::sleep(Duration::from_secs(5));
+    let (_, d1, s1) = sleeper.schedstat();
+    let share = (total_runtime(&hogs) - h0) as f64 / t.elapsed().as_nanos() as f64 / p as f64;
+    drop(sleeper);
+    drop(hogs);
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+    let delay_us = (d1 - d0) as f64 / (s1 - s0).max(1) as f64 / 1e3;
+    (delay_us, share)
+}
+
+#[test]
+fn a_short_sleeper_does_not_wait_out_a_compute_jobs_slice() {
+    require_guest();
+    // Same boot, same load: the wake-up rule off, then on.
+    let (off, share_off) = short_sleeper_beside_compute(&["--no-wake-preempt"]);
+    let (on, share_on) = short_sleeper_beside_compute(&[]);
+    figure(&format!(
+        "wake-up rule: a primary waking every 5 ms for 50 us beside CPU-bound primaries: run delay per wake-up {on:.0} us with the rule, {off:.0} us without; the CPU-bound primaries held {:.1}% / {:.1}% of the CPUs",
+        share_on * 100.0,
+        share_off * 100.0
+    ));
+    assert!(
+        on * 3.0 < off,
+        "with the rule the sleeper waited {on:.0} us per wake-up, without {off:.0} us"
+    );
+    // What the compute jobs give up is the sleeper's own CPU time (1% of
+    // a CPU) and the switches: nowhere near a tenth.
+    assert!(
+        share_on > share_off * 0.9,
+        "the CPU-bound primaries fell from {share_off:.3} to {share_on:.3} of the CPUs"
+    );
+}

@@ -43,6 +43,7 @@ pub fn report(raw: &str, header: &str) -> String {
         ("bpfland", "scx_bpfland 1.1.4"),
         ("linger", "scx_linger"),
         ("linger_noacct", "scx_linger --no-accounting"),
+        ("linger_nowp", "scx_linger --no-wake-preempt"),
     ] {
         let (Some(v), Some(m)) = (runs.get(case), med(case)) else {
             continue;
@@ -57,6 +58,12 @@ pub fn report(raw: &str, header: &str) -> String {
     if let (Some(on), Some(off)) = (med("linger"), med("linger_noacct")) {
         out.push_str(&format!(
             "\nCost of counting (per-class and per-job accounting on vs off): {:+.1}%.\n",
+            (on / off - 1.0) * 100.0
+        ));
+    }
+    if let (Some(on), Some(off)) = (med("linger"), med("linger_nowp")) {
+        out.push_str(&format!(
+            "\nCost of wake-up preemption among primaries (on vs off): {:+.1}%.\n",
             (on / off - 1.0) * 100.0
         ));
     }

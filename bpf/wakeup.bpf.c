@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * wakeup.bpf.c - wake-up preemption within the primary tier.
+ *
+ * Primaries run 20 ms slices (throughput for compute jobs, main.bpf.c),
+ * and within the tier only the slice end was a switch point. So a primary
+ * that wakes for microseconds (a shell, sshd, a node daemon, an MPI
+ * progress thread, cyclictest) waited up to a whole slice behind a
+ * CPU-bound primary, where EEVDF lets it in within about a millisecond.
+ *
+ * The rule: a waking primary preempts the ordinary primary on the CPU it
+ * last ran on when both of these hold:
+ *  - it is a short sleeper: on average it ran at most WAKE_SHORT_BURST_NS
+ *    per wake-up (a compute job, whose bursts are whole slices, never
+ *    is, so it keeps its long slices against other compute jobs);
+ *  - it is owed CPU: its vtime is behind the running task's vtime when
+ *    that one started (EEVDF's eligibility, in this scheduler's terms; a
+ *    waker banks at most one slice, vtime_wake()).
+ * The kick (SCX_KICK_PREEMPT) only ends the running task's slice: the CPU
+ * then dispatches by vtime as always, and the preempted task queues with
+ * its vtime charged for what it ran, so shares within the tier still
+ * follow the weights, and a waker can preempt only while it is behind:
+ * what it runs, it is charged. What the compute job pays is one switch
+ * there and back per such wake-up, as under EEVDF. Gang members are never
+ * preempted by it: they run by slot (gang_run.bpf.c has its own relief
+ * for ordinary work).
+ *
+ * No minimum run is left to the preempted task, as EEVDF's run-to-parity
+ * leaves one: sched_ext ends slices at the scheduler tick only (4 ms at
+ * HZ=250), so a shortened slice would make the waker wait for the tick,
+ * which is what a trace of cyclictest beside a CPU-bound primary showed
+ * (waits of 4 and 20 ms where the waker arrived just after a switch).
+ *
+ * Only the waker's previous CPU is looked at: it is where its cache is,
+ * it is one lookup however many CPUs the node has, and the waker's
+ * select_cpu() has already found no idle CPU nearer.
+ */
+#include "ctx.bpf.h"
+#include "stats.bpf.h"
+
+/* Longest average burst per wake-up of a task that may preempt. */
+#define WAKE_SHORT_BURST_NS	(1000 * 1000ULL)
+
+/* What runs on each CPU: written by that CPU, read by wakers elsewhere. */
+struct wakeup_cpu {
+	u64	vtime;		/* the running task's vtime when it started */
+	bool	ordinary;	/* a primary outside any gang: may be preempted */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, u32);
+	__type(value, struct wakeup_cpu);
+	__uint(max_entries, 1);
+} wakeup_cpus SEC(".maps");
+
+__hidden void wakeup_note_wake(struct task_ctx *tctx)
+{
+	if (!tctx)
+		return;
+	/* A running average over about four wake-ups. */
+	tctx->wk.avg_burst = (tctx->wk.avg_burst * 3 + tctx->wk.burst) / 4;
+	tctx->wk.burst = 0;
+}
+
+__hidden void wakeup_note_running(struct task_struct *p, struct task_ctx *tctx)
+{
+	u32 zero = 0;
+	struct wakeup_cpu *wc = bpf_map_lookup_elem(&wakeup_cpus, &zero);
+
+	if (!wc)
+		return;
+	wc->vtime = p->scx.dsq_vtime;
+	/*
+	 * Decided here, not by the caller: a branch in running() itself
+	 * doubles what the verifier walks through there.
+	 */
+	wc->ordinary = (!tctx || tctx->cls.tier == LINGER_TIER_PRIMARY) &&
+		       sched_gang(tctx) == LINGER_GANG_NONE;
+}
+
+__hidden void wakeup_note_stopping(struct task_ctx *tctx, u64 ran)
+{
+	u32 zero = 0;
+	struct wakeup_cpu *wc = bpf_map_lookup_elem(&wakeup_cpus, &zero);
+
+	if (wc)
+		wc->ordinary = false;
+	if (tctx)
+		tctx->wk.burst += ran;
+}
+
+__hidden bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx)
+{
+	struct wakeup_cpu *wc;
+	u32 zero = 0;
+	s32 cpu;
+
+	if (!wake_preempt || !tctx || tctx->wk.avg_burst > WAKE_SHORT_BURST_NS)
+		return false;
+	cpu = scx_bpf_task_cpu(p);
+	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		return false;
+	wc = bpf_map_lookup_percpu_elem(&wakeup_cpus, &zero, cpu);
+	if (!wc || !wc->ordinary)
+		return false;
+	if (!time_before(p->scx.dsq_vtime, wc->vtime))
+		return false;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	stat_inc(LINGER_STAT_WAKE_PREEMPT);
+	return true;
+}

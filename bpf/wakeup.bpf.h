@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * wakeup.bpf.h - wake-up preemption within the primary tier: a primary
+ * that sleeps most of its time does not wait out a CPU-bound primary's
+ * long slice. Design: wakeup.bpf.c.
+ */
+#ifndef __SCX_LINGER_WAKEUP_BPF_H
+#define __SCX_LINGER_WAKEUP_BPF_H
+
+#include "linger.bpf.h"
+
+struct task_ctx;
+
+/* A task's wake-up state, written by the ops and wakeup.bpf.c only. */
+struct wakeup_task {
+	u64	burst;		/* ns run since it last woke */
+	u64	avg_burst;	/* running average of burst per wake-up */
+};
+
+/* runnable(): @tctx's task woke up (or is new). */
+void wakeup_note_wake(struct task_ctx *tctx);
+/* running(): @p starts on this CPU. */
+void wakeup_note_running(struct task_struct *p, struct task_ctx *tctx);
+/* stopping(): @tctx's task leaves its CPU after running @ran ns. */
+void wakeup_note_stopping(struct task_ctx *tctx, u64 ran);
+/*
+ * enqueue(): primary @p woke and queued with no idle CPU and no guest to
+ * take over: preempt the primary on its CPU if the rule allows; true if
+ * it kicked.
+ */
+bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx);
+
+#endif /* __SCX_LINGER_WAKEUP_BPF_H */
