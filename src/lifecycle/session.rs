@@ -79,10 +79,7 @@ fn publish_labels(
     let counts = Class::ALL.map(|c| format!("{} {c}", count(c))).join(", ");
     let own = resolved.iter().filter(|r| r.own).count();
     let result = sched.sync_labels(&want);
-    *labelled = Labelled {
-        at: Some(started),
-        cgroups: resolved,
-    };
+    *labelled = Labelled::new(started, resolved);
     match result {
         Ok(changed) if changed > 0 => {
             info!(

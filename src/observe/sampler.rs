@@ -29,11 +29,29 @@ const DELAY_WINDOW: usize = 10;
 /// History points kept for `top` (5 minutes of 1 s readings).
 const HISTORY: usize = 300;
 
-/// The agent's latest label scan: every cgroup with its class and source.
+/// The agent's latest label scan: every cgroup with its class and source,
+/// indexed by id once per label change rather than at every reading (at
+/// 10,000 cgroups that index was most of an idle agent's CPU).
 #[derive(Default)]
 pub struct Labelled {
     pub at: Option<Instant>,
     pub cgroups: Vec<Resolved>,
+    by_id: HashMap<u64, usize>,
+}
+
+impl Labelled {
+    pub fn new(at: Instant, cgroups: Vec<Resolved>) -> Labelled {
+        let by_id = cgroups.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        Labelled {
+            at: Some(at),
+            cgroups,
+            by_id,
+        }
+    }
+
+    fn get(&self, id: u64) -> Option<&Resolved> {
+        self.by_id.get(&id).and_then(|&i| self.cgroups.get(i))
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -189,12 +207,11 @@ impl Sampler {
 
     fn jobs(&mut self, sched: &Scheduler, labelled: &Labelled, dt: f64) -> Vec<JobStats> {
         let now = Instant::now();
-        let known: HashMap<u64, &Resolved> = labelled.cgroups.iter().map(|r| (r.id, r)).collect();
         let mut jobs = Vec::new();
         let mut cpu_now = HashMap::new();
         for (id, ja) in sched.job_accounts() {
             let seen = *self.first_seen.entry(id).or_insert(now);
-            let Some(r) = known.get(&id) else {
+            let Some(r) = labelled.get(id) else {
                 if labelled.at.is_some_and(|at| at > seen) {
                     sched.forget_job(id);
                     self.first_seen.remove(&id);
