@@ -12,6 +12,7 @@
 
 mod common;
 mod gang;
+mod latency;
 mod overhead;
 mod plot;
 mod qos;
@@ -62,6 +63,12 @@ pub struct BenchArgs {
     /// of counting for the stats), in icount guests, at least 5 repeats.
     #[arg(long)]
     pub overhead: bool,
+    /// Measure primary wake-up latency instead (bench/latency.sh):
+    /// cyclictest on a quiet node and beside duty primaries and guests
+    /// under each guest policy, and the per-op cost of scx_linger's BPF
+    /// programs, in icount guests.
+    #[arg(long)]
+    pub latency: bool,
 }
 
 fn sizes(args: &BenchArgs) -> Sizes {
@@ -107,6 +114,12 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     if args.gang {
         let cpus = args.cpus.iter().copied().max().unwrap_or(2).max(2);
         gang::run(cpus, args.repeats, &env)?;
+        return Ok(0);
+    }
+    if args.latency {
+        for &cpus in &args.cpus {
+            latency::run(cpus, args.repeats.max(1), &env)?;
+        }
         return Ok(0);
     }
     if args.overhead {
