@@ -58,6 +58,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     // (no inotify) the run loop rescans the tree every second instead.
     let mut blind = false;
     let watch_tx = tx.clone();
+    let sample_tx = tx.clone();
     if let Err(e) = watch::spawn(&mount, move |c| watch_tx.send(Event::Tree(c)).is_ok()) {
         warn!("cannot watch the cgroup tree ({e:#}): the agent rescans every cgroup periodically");
         blind = true;
@@ -90,6 +91,9 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     // The stats socket and the metrics endpoint come up before the
     // scheduler, so a bad address or group changes nothing.
     let latest: server::Latest = Default::default();
+    latest.on_stale(move || {
+        let _ = sample_tx.send(Event::Sample);
+    });
     let _socket = server::serve(
         &args.stats_socket,
         args.stats_group.as_deref(),

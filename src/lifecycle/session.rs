@@ -38,6 +38,8 @@ pub enum Event {
     Stop,
     /// `tag` changed a label (SIGUSR1): apply what changed now.
     Rescan,
+    /// A stats client found the reading stale: take one now.
+    Sample,
     Tree(Change),
 }
 
@@ -174,6 +176,7 @@ pub fn run(
             }
             Ok(Event::Rescan) if *blind => next_rescan = Instant::now(),
             Ok(Event::Rescan) => next_apply = Some(Instant::now()),
+            Ok(Event::Sample) => next_sample = Instant::now(),
             Ok(Event::Tree(Change::Dirty(d))) => {
                 for d in d {
                     if !dirty.contains(&d) {
@@ -207,6 +210,9 @@ pub fn run(
             if publish_labels(&mut sched, &mut rotation, &mut labelled, &tree, cfg) {
                 let soon = now + Duration::from_millis(200);
                 next_repack = Some(next_repack.map_or(soon, |at| at.min(soon)));
+                // The reading is also what forgets the accounting of
+                // removed jobs: take it soon after the tree changed.
+                next_sample = next_sample.min(soon);
             }
         }
         if next_repack.is_some_and(|at| now >= at) || rotation.needs_repack(&sched) {

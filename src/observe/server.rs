@@ -17,7 +17,7 @@ use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
@@ -30,28 +30,69 @@ pub const SOCKET: &str = "/run/scx_linger/stats.sock";
 /// The latest reading, shared with the socket and metrics threads, and
 /// when one of them last asked for it: the run loop reads the stats every
 /// second only while someone looks (a reading costs the agent about as
-/// much CPU as everything else it does on a quiet node).
+/// much CPU as everything else it does on a quiet node). A client that
+/// finds the reading older than FRESH asks the run loop for a new one and
+/// waits for it, so nobody is answered with a reading from before it
+/// began to look.
 #[derive(Default)]
 pub struct Shared {
-    reading: Mutex<Option<Snapshot>>,
+    /// The reading and when it was taken.
+    reading: Mutex<(Option<Snapshot>, Option<Instant>)>,
+    taken: Condvar,
     asked: Mutex<Option<Instant>>,
+    /// Asks the run loop for a reading now (lifecycle/mod.rs sets it).
+    wake: Mutex<Option<Box<dyn Fn() + Send>>>,
 }
 
 pub type Latest = Arc<Shared>;
 
+/// A reading older than this is taken again before it is served.
+const FRESH: Duration = Duration::from_millis(1500);
+/// How long a client waits for that reading.
+const FRESH_WAIT: Duration = Duration::from_secs(2);
+
 impl Shared {
-    /// The latest reading, for a client: it counts as being watched.
+    /// How to ask the run loop for a reading now.
+    pub fn on_stale(&self, wake: impl Fn() + Send + 'static) {
+        if let Ok(mut w) = self.wake.lock() {
+            *w = Some(Box::new(wake));
+        }
+    }
+
+    /// A recent reading, for a client: it counts as being watched.
     pub fn get(&self) -> Option<Snapshot> {
         if let Ok(mut a) = self.asked.lock() {
             *a = Some(Instant::now());
         }
-        self.reading.lock().map(|s| s.clone()).unwrap_or(None)
+        let Ok(guard) = self.reading.lock() else {
+            return None;
+        };
+        let taken = guard.1;
+        let stale = taken.is_none_or(|t| t.elapsed() > FRESH);
+        let woke = stale
+            && self
+                .wake
+                .lock()
+                .is_ok_and(|w| w.as_ref().map(|f| f()).is_some());
+        let guard = if woke {
+            match self
+                .taken
+                .wait_timeout_while(guard, FRESH_WAIT, |r| r.1 == taken)
+            {
+                Ok((g, _)) => g,
+                Err(_) => return None,
+            }
+        } else {
+            guard
+        };
+        guard.0.clone()
     }
 
     pub fn set(&self, snap: Snapshot) {
         if let Ok(mut r) = self.reading.lock() {
-            *r = Some(snap);
+            *r = (Some(snap), Some(Instant::now()));
         }
+        self.taken.notify_all();
     }
 
     /// Whether a client asked for a reading within `within`.
@@ -209,6 +250,33 @@ pub fn print(socket: &Path, json: bool, interval: Option<u64>, count: Option<u64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stale_reading_is_taken_again_before_it_is_served() {
+        let latest: Latest = Default::default();
+        latest.set(Snapshot {
+            time_ms: 1,
+            ..Default::default()
+        });
+        // The run loop, asked for a reading, takes one.
+        let l = latest.clone();
+        latest.on_stale(move || {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                l.set(Snapshot {
+                    time_ms: 2,
+                    ..Default::default()
+                });
+            });
+        });
+        assert_eq!(
+            latest.get().unwrap().time_ms,
+            1,
+            "a fresh reading is served as it is"
+        );
+        std::thread::sleep(FRESH + Duration::from_millis(100));
+        assert_eq!(latest.get().unwrap().time_ms, 2);
+    }
 
     #[test]
     fn serves_readings_and_refuses_unknown_requests() {
