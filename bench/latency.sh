@@ -28,20 +28,6 @@ HIST_US=20000
 echo "# kernel=$(uname -r) cpus=$NCPU cyclictest SCHED_OTHER -i 1000 -l $LOOPS (x$REPEATS); duty primaries iters_per_10ms=$ITERS"
 setup_cgroups
 
-guests=
-start_guests() {
-	guests=
-	for _ in $(seq "$NCPU"); do
-		as_guest "$1" "$BIN/spin" > /dev/null &
-		guests="$guests $!"
-	done
-	sleep 0.2
-}
-stop_guests() {
-	for g in $guests; do kill -TERM $g; done
-	wait $guests 2> /dev/null
-	guests=
-}
 duty=
 start_duty() {
 	duty=

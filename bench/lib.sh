@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # Sourced by the bench scripts: the cgroups they use, how each policy
-# runs a guest, and starting and stopping the sched_ext schedulers.
+# runs a guest, one spinning guest per CPU, and starting and stopping the
+# sched_ext schedulers.
 #
 # Needs AGENT (scx_linger); SCX_LAYERED, LAYERED_CONFIG and SCX_BPFLAND
 # (the pinned builds from `cargo xtask bench`) for the cases that use them.
@@ -50,6 +51,22 @@ as_guest() {
 	linger | layered) run_in $CG/bench/guest "$@" ;;
 	*) echo "as_guest: unknown policy $how" >&2; exit 1 ;;
 	esac
+}
+
+# start_guests HOW: one spinner per CPU (NCPU; BIN), as guest under policy HOW.
+guests=
+start_guests() {
+	guests=
+	for _ in $(seq "$NCPU"); do
+		as_guest "$1" "$BIN/spin" > /dev/null &
+		guests="$guests $!"
+	done
+	sleep 0.2
+}
+stop_guests() {
+	for g in $guests; do kill -TERM $g; done
+	wait $guests 2> /dev/null
+	guests=
 }
 
 # The sched_ext scheduler a policy needs, if any.

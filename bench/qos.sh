@@ -17,25 +17,10 @@ ITERS=$("$BIN/duty" calibrate 10)
 echo "# kernel=$(uname -r) cpus=$NCPU iters_per_10ms=$ITERS rounds=$ROUNDS sleep_ms=$SLEEP_MS"
 setup_cgroups
 
-# start_guests HOW: one spinner per CPU, as guest under policy HOW.
-guests=
-start_guests() {
-	guests=
-	for _ in $(seq "$NCPU"); do
-		as_guest "$1" "$BIN/spin" > /dev/null &
-		guests="$guests $!"
-	done
-	sleep 0.2
-}
 guest_run_ns() {
 	t=0
 	for g in $guests; do t=$((t + $(cut -d' ' -f1 /proc/$g/schedstat))); done
 	echo $t
-}
-stop_guests() {
-	for g in $guests; do kill -TERM $g; done
-	wait $guests 2>/dev/null
-	guests=
 }
 
 # Idle CPU time of the whole machine so far, in ns (from /proc/stat ticks).
