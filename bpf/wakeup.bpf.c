@@ -14,8 +14,12 @@
  *    WAKE_SHORT_BURST_NS per wake-up;
  *  - the running task is not: an ordinary primary (no gang member: those
  *    run by slot, and gang_run.bpf.c has its own relief for ordinary
- *    work) that has run longer than that since it last woke, or does so
- *    on average. So short sleepers never preempt each other: measured
+ *    work) that had run longer than that since it last woke when its
+ *    current run began (running() takes the snapshot), or does so on
+ *    average. A task that starts short and then runs on is not
+ *    preemptible until its next running(); judging the run so far at the
+ *    waker's enqueue would be exact and is left to do. So short sleepers
+ *    never preempt each other: measured
  *    before this condition, hackbench (40 tasks that each run briefly
  *    and wait on pipes) took 3.5 times as long, as every wake-up switched;
  *    and a compute job never preempts another, keeping its long slices;
