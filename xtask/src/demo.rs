@@ -41,10 +41,12 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
     let script = project_root().join("xtask/guest/demo.sh");
     let outcome = vm::run(&VmArgs {
         kernel: args.kernel.clone(),
+        topology: None,
         cpus: args.cpus,
         mem: "2G".into(),
         timeout: 600 + u64::from(args.seconds),
         icount: false,
+        single_thread: false,
         cmd: vec![
             "sh".into(),
             script.to_string_lossy().into_owned(),

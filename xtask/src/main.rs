@@ -18,6 +18,7 @@ mod demo;
 mod paths;
 mod progress;
 mod setup;
+mod shape;
 mod test;
 mod verifier;
 mod vm;

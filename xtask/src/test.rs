@@ -18,6 +18,7 @@ use anyhow::{bail, Context, Result};
 use crate::paths::project_root;
 use crate::progress::step;
 use crate::setup::{deps, kernel};
+use crate::shape::Shape;
 use crate::vm::{self, VmArgs};
 
 #[derive(clap::Args)]
@@ -45,6 +46,76 @@ pub struct TestArgs {
     /// How many cgroups the churn test creates and removes
     #[arg(long, default_value_t = 1000)]
     pub churn: u64,
+    /// The node-shaped pass: the tests where topology matters
+    /// (tests/guest/node_shaped.rs) on a guest of this shape.
+    #[arg(long, default_value = "2s2c2t2n")]
+    pub node_shape: Shape,
+    /// The many-CPU pass (tests/guest/many_cpus.rs) on this many vCPUs;
+    /// 0 skips it.
+    #[arg(long, default_value_t = 64)]
+    pub many_cpus: u32,
+}
+
+/// The guest passes: the tests of a module that needs a particular guest
+/// run only in that guest, and every other test in the plain one.
+const NODE_SHAPED: &str = "node_shaped::";
+const MANY_CPUS: &str = "many_cpus::";
+
+/// One boot of the guest tests: which guest, and which tests.
+struct Pass {
+    name: &'static str,
+    cpus: u32,
+    topology: Option<Shape>,
+    filter: Option<String>,
+    skip: Vec<&'static str>,
+    timeout: u64,
+    /// One host thread for all vCPUs: see VmArgs::single_thread.
+    single_thread: bool,
+}
+
+/// The passes `args` asks for. A --filter naming a test of a special
+/// module (`node_shaped::...`) runs in that module's pass only.
+fn passes(args: &TestArgs) -> Vec<Pass> {
+    let wants = |module: &str| args.filter.as_deref().is_none_or(|f| f.starts_with(module));
+    let mut out = Vec::new();
+    if args
+        .filter
+        .as_deref()
+        .is_none_or(|f| !f.starts_with(NODE_SHAPED) && !f.starts_with(MANY_CPUS))
+    {
+        out.push(Pass {
+            name: "plain",
+            cpus: args.cpus,
+            topology: None,
+            filter: args.filter.clone(),
+            skip: vec![NODE_SHAPED, MANY_CPUS],
+            timeout: 1800,
+            single_thread: false,
+        });
+    }
+    if wants(NODE_SHAPED) {
+        out.push(Pass {
+            name: "node-shaped",
+            cpus: args.node_shape.cpus(),
+            topology: Some(args.node_shape),
+            filter: Some(args.filter.clone().unwrap_or(NODE_SHAPED.into())),
+            skip: vec![],
+            timeout: 1200,
+            single_thread: true,
+        });
+    }
+    if args.many_cpus > 0 && wants(MANY_CPUS) {
+        out.push(Pass {
+            name: "many-CPU",
+            cpus: args.many_cpus,
+            topology: None,
+            filter: Some(args.filter.clone().unwrap_or(MANY_CPUS.into())),
+            skip: vec![],
+            timeout: 900,
+            single_thread: true,
+        });
+    }
+    out
 }
 
 /// Passed/failed counts summed from libtest's `test result:` lines.
@@ -118,47 +189,53 @@ pub fn run(args: &TestArgs) -> Result<i32> {
     let exe = build_guest_tests()?;
     let mut failures = Vec::new();
     for k in &kernels {
-        // The guest script's environment is its own: pass the load
-        // sizes on the command line.
-        let mut cmd = vec![
-            "env".into(),
-            format!("SCX_LINGER_SOAK_SECS={}", args.soak),
-            format!("SCX_LINGER_CHURN={}", args.churn),
-            exe.to_string_lossy().into_owned(),
-            "--test-threads=1".into(),
-        ];
-        if let Some(f) = &args.filter {
-            cmd.push(f.clone());
+        for pass in passes(args) {
+            // The guest script's environment is its own: pass the load
+            // sizes on the command line.
+            let mut cmd = vec![
+                "env".into(),
+                format!("SCX_LINGER_SOAK_SECS={}", args.soak),
+                format!("SCX_LINGER_CHURN={}", args.churn),
+                exe.to_string_lossy().into_owned(),
+                "--test-threads=1".into(),
+            ];
+            cmd.extend(pass.filter.clone());
+            for s in &pass.skip {
+                cmd.extend(["--skip".to_string(), s.to_string()]);
+            }
+            let outcome = vm::run(&VmArgs {
+                kernel: k.clone(),
+                topology: pass.topology,
+                cpus: pass.cpus,
+                mem: "2G".into(),
+                timeout: pass.timeout,
+                icount: false,
+                single_thread: pass.single_thread,
+                cmd: vec![vm::command_string(&cmd)],
+            })?;
+            let what = format!("{k}, {} pass", pass.name);
+            if let Ok(figures) = std::fs::read_to_string(outcome.dir.join("figures.txt")) {
+                step(&format!("figures measured on {what}:"));
+                print!("{figures}");
+            }
+            let mut guest = Tally::default();
+            let output = std::fs::read_to_string(outcome.dir.join("output.log"))?;
+            output.lines().for_each(|l| guest.scan(l));
+            step(&format!(
+                "guest tests on {what}: {} passed, {} failed, exit {} ({:.0} s)",
+                guest.passed,
+                guest.failed,
+                outcome.exit_code,
+                outcome.elapsed.as_secs_f64()
+            ));
+            if guest.suites == 0 || guest.passed + guest.failed == 0 {
+                failures.push(format!("{what}: no guest test ran"));
+            } else if outcome.exit_code != 0 || guest.failed > 0 {
+                failures.push(format!("{what}: guest tests failed"));
+            }
+            tally.passed += guest.passed;
+            tally.failed += guest.failed;
         }
-        let outcome = vm::run(&VmArgs {
-            kernel: k.clone(),
-            cpus: args.cpus,
-            mem: "2G".into(),
-            timeout: 1800,
-            icount: false,
-            cmd: vec![vm::command_string(&cmd)],
-        })?;
-        if let Ok(figures) = std::fs::read_to_string(outcome.dir.join("figures.txt")) {
-            step(&format!("figures measured on {k}:"));
-            print!("{figures}");
-        }
-        let mut guest = Tally::default();
-        let output = std::fs::read_to_string(outcome.dir.join("output.log"))?;
-        output.lines().for_each(|l| guest.scan(l));
-        step(&format!(
-            "guest tests on {k}: {} passed, {} failed, exit {} ({:.0} s)",
-            guest.passed,
-            guest.failed,
-            outcome.exit_code,
-            outcome.elapsed.as_secs_f64()
-        ));
-        if guest.suites == 0 || guest.passed + guest.failed == 0 {
-            failures.push(format!("{k}: no guest test ran"));
-        } else if outcome.exit_code != 0 || guest.failed > 0 {
-            failures.push(format!("{k}: guest tests failed"));
-        }
-        tally.passed += guest.passed;
-        tally.failed += guest.failed;
     }
 
     step(&format!(

@@ -89,10 +89,12 @@ pub fn run(args: &VerifierArgs) -> Result<i32> {
         ]);
         let outcome = vm::run(&VmArgs {
             kernel: k.clone(),
+            topology: None,
             cpus: 2,
             mem: "2G".into(),
             timeout: 900,
             icount: false,
+            single_thread: false,
             cmd: vec![vm::command_string(&cmd)],
         })?;
         let measured =

@@ -24,6 +24,7 @@ use crate::paths::{project_root, vm_results_root};
 use crate::progress::step;
 use crate::setup::deps::vng_path;
 use crate::setup::kernel;
+use crate::shape::Shape;
 
 #[derive(clap::Args, Clone)]
 pub struct VmArgs {
@@ -31,9 +32,14 @@ pub struct VmArgs {
     /// `lts-6.12` (built by `cargo xtask kernel --lts 6.12`).
     #[arg(long, default_value = "debian")]
     pub kernel: String,
-    /// Virtual CPUs.
+    /// Virtual CPUs (with --topology, the shape's count wins).
     #[arg(long, default_value_t = 2)]
     pub cpus: u32,
+    /// Shape the guest like a node: sockets, cores per socket, SMT threads
+    /// per core and NUMA nodes, e.g. `2s2c2t2n` (8 CPUs in SMT pairs, two
+    /// NUMA nodes). See xtask/src/shape.rs.
+    #[arg(long)]
+    pub topology: Option<Shape>,
     /// Guest memory, as QEMU takes it (e.g. 2G).
     #[arg(long, default_value = "2G")]
     pub mem: String,
@@ -45,6 +51,12 @@ pub struct VmArgs {
     /// thread: right for primary/guest figures, wrong for gang effects.
     #[arg(long)]
     pub icount: bool,
+    /// Run every vCPU in one host thread (`-accel tcg,thread=single`, as
+    /// --icount does). Multi-threaded TCG breaks the kernel's own code
+    /// patching (an int3 Oops at a static-key site) in half the boots at
+    /// 8 vCPUs and all at 64; single-threaded TCG has shown none.
+    #[arg(long)]
+    pub single_thread: bool,
     /// The command to run in the guest (through `sh -c`).
     #[arg(last = true, required = true)]
     pub cmd: Vec<String>,
@@ -198,6 +210,15 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
     let mut qemu_opts = Vec::new();
     if args.icount {
         qemu_opts.push("-icount shift=3,sleep=off".to_string());
+    } else if args.single_thread {
+        qemu_opts.push("-accel tcg,thread=single".to_string());
+    }
+    let cpus = args.topology.map_or(args.cpus, |t| t.cpus());
+    let mut numa = Vec::new();
+    if let Some(t) = args.topology {
+        // vng passes a plain `-smp N` too; QEMU merges the two.
+        qemu_opts.push(t.qemu_smp());
+        numa = t.vng_numa(&args.mem)?;
     }
     let console = std::fs::File::create(dir.join("console.log"))?;
     let mut cmd = Command::new(&vng);
@@ -205,13 +226,23 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
         .arg(&k.image)
         .arg("--disable-kvm")
         .arg("--cpus")
-        .arg(args.cpus.to_string())
+        .arg(cpus.to_string())
         .arg("--memory")
         .arg(&args.mem)
         .arg(format!("--rwdir={}", dir.display()))
         .arg("--verbose");
     for o in &qemu_opts {
         cmd.arg(format!("--qemu-opts={o}"));
+    }
+    for n in &numa {
+        cmd.arg(format!("--numa={n}"));
+    }
+    if args.single_thread && !args.icount {
+        // Each secondary CPU calibrates its delay loop against the timer
+        // at boot; with every vCPU a slice of one host thread that fails
+        // over and over (measured: 64 vCPUs stuck for minutes). A preset
+        // value skips it; delays use the TSC on x86 anyway.
+        cmd.arg("--append=lpj=10000000");
     }
     cmd.arg("--")
         .arg(format!(
@@ -225,10 +256,18 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
         .process_group(0);
 
     step(&format!(
-        "booting {} on {} vCPU(s){}: {}",
+        "booting {} on {} vCPU(s){}{}: {}",
         k.release,
-        args.cpus,
-        if args.icount { " (icount)" } else { "" },
+        cpus,
+        args.topology
+            .map_or(String::new(), |t| format!(" shaped {t}")),
+        if args.icount {
+            " (icount)"
+        } else if args.single_thread {
+            " (single-threaded TCG)"
+        } else {
+            ""
+        },
         command_string(&args.cmd)
     ));
     let started = Instant::now();

@@ -101,10 +101,12 @@ pub fn run_script(
     cmd.extend_from_slice(args);
     let outcome = vm::run(&VmArgs {
         kernel: "debian".into(),
+        topology: None,
         cpus,
         mem: "2G".into(),
         timeout: 3600,
         icount,
+        single_thread: false,
         cmd,
     })?;
     if outcome.exit_code != 0 {
