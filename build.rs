@@ -23,6 +23,7 @@ const UNITS: &[&str] = &[
     "bpf/guard.bpf.c",
     "bpf/preempt.bpf.c",
     "bpf/reclassify.bpf.c",
+    "bpf/smt.bpf.c",
     "bpf/stats.bpf.c",
     "bpf/vtime.bpf.c",
     "bpf/wakeup.bpf.c",

@@ -213,6 +213,7 @@ __hidden s64 gang_runnable(u32 g)
 static u64 gang_admit(u32 tier)
 {
 	u64 mask = tier_active(tier), admitted = 0, lend;
+	struct linger_gang_table *table;
 	u32 room = gang_nr_cpus, i;
 	u32 first = tier == LINGER_TIER_GUEST ? admit_first_guest : admit_first_primary;
 	bool placed = false;
@@ -244,9 +245,14 @@ static u64 gang_admit(u32 tier)
 	 * own gangs leave unused (a gang that finished, or whose members all
 	 * wait for I/O) go to other gangs of the tier that fit on them whole,
 	 * until the slot's gangs want them back: then the borrowers are no
-	 * longer admitted, and a waking member may push them off.
+	 * longer admitted, and a waking member may push them off. Gangs bound
+	 * to overlapping cpusets conflict (the agent says which): room counted
+	 * in CPUs does not mean room on their cores.
 	 */
 	if (!room || !lend)
+		return admitted;
+	table = lookup_gang_table();
+	if (!table)
 		return admitted;
 	bpf_for(i, 0, LINGER_MAX_GANGS) {
 		u32 g = (first + i) & (LINGER_MAX_GANGS - 1);
@@ -256,6 +262,9 @@ static u64 gang_admit(u32 tier)
 			continue;
 		want = gang_runnable(g);
 		if (!want || want > room)
+			continue;
+		/* Counting cannot see cpusets: never beside a gang on its cores. */
+		if (table->conflicts[g] & admitted)
 			continue;
 		admitted |= gang_bit(g);
 		room -= want;

@@ -164,6 +164,9 @@ static u64 tier_tick(struct linger_rotation *r, u64 *sched, u64 tai, u64 *next,
 	return mask;
 }
 
+/* The half of gang_tables the last tick read. */
+static u32 seen_table_idx;
+
 static int gang_tick(void *map, int *key, struct bpf_timer *timer)
 {
 	struct linger_gang_table *t = lookup_gang_table();
@@ -184,8 +187,10 @@ static int gang_tick(void *map, int *key, struct bpf_timer *timer)
 		u32 fp = admit_first(primary, cycle ? tai / cycle : 0);
 		u32 fg = admit_first(guest, cycle ? tai / cycle : 0);
 
+		/* A new table may bring new conflicts: admit afresh. */
 		if (nr_cpus != gang_nr_cpus || fp != admit_first_primary ||
-		    fg != admit_first_guest) {
+		    fg != admit_first_guest || gang_table_idx != seen_table_idx) {
+			seen_table_idx = gang_table_idx;
 			gang_nr_cpus = nr_cpus;
 			admit_first_primary = fp;
 			admit_first_guest = fg;

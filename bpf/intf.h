@@ -84,6 +84,41 @@ enum linger_consts {
 	LINGER_HIST_BUCKETS	= 32,
 	/* Jobs (cgroups) the per-job accounting map can hold. */
 	LINGER_MAX_JOBS		= 16384,
+	/*
+	 * Other hardware threads of one core a CPU's topology entry can
+	 * name (x86 has 2 threads a core, POWER up to 8).
+	 */
+	LINGER_MAX_SMT_SIBLINGS	= 8,
+};
+
+/*
+ * Where guests may run beside primaries on an SMT core (--smt-guests).
+ * Hardware threads of one core share its execution units, caches and
+ * memory bandwidth: a guest on the sibling of a CPU running a primary
+ * slows that primary even though it never takes its CPU.
+ *  - AVOID: a guest does not start on a CPU whose sibling runs a
+ *    primary, and one already there is kicked off when a primary starts
+ *    on the core (the starvation guard's trickle still runs anywhere).
+ *  - SHARE: siblings are independent CPUs, as the kernel sees them.
+ */
+enum linger_smt_guests {
+	LINGER_SMT_GUESTS_SHARE	= 0,
+	LINGER_SMT_GUESTS_AVOID	= 1,
+};
+
+/*
+ * Where one CPU sits (array map cpu_topo, one entry per CPU), written
+ * by the agent from sysfs before the scheduler attaches; an entry left
+ * zero means a CPU with no SMT siblings. Ids are the kernel's: core is
+ * unique on the node (not the per-package core_id), llc and node as the
+ * kernel numbers them.
+ */
+struct linger_cpu_topo {
+	u32	core;
+	u32	llc;
+	u32	node;
+	u32	nr_siblings;	/* entries of siblings[] in use */
+	s32	siblings[LINGER_MAX_SMT_SIBLINGS];	/* the core's other CPUs */
 };
 
 /*
@@ -137,12 +172,20 @@ struct linger_rotation {
 /*
  * The whole gang table the agent hands to the BPF side. nr_cpus: the CPUs
  * it was packed for, which is how many members a slot's gangs may have
- * runnable together before the slot must leave some gang out.
+ * runnable together before the slot must leave some gang out. The agent
+ * packs by cpusets as well as counts (src/gangs/table.rs).
  */
 struct linger_gang_table {
 	struct linger_rotation tiers[LINGER_NR_TIERS];
 	u32	nr_cpus;
 	u32	pad;
+	/*
+	 * Per gang number, the gangs bound to cores that overlap its own
+	 * (cpusets). Counting CPUs cannot tell whether such gangs fit
+	 * together, so the slots never pair them, and BPF never lends idle
+	 * CPUs to a gang that conflicts with one already admitted.
+	 */
+	u64	conflicts[LINGER_MAX_GANGS];
 };
 
 /*
@@ -227,6 +270,8 @@ enum linger_stat {
 	LINGER_STAT_GANG_RELIEF,	/* relief turn for overdue ordinary work in a slot */
 	LINGER_STAT_AGE_RESCUE,		/* task run because it waited a quarter of the watchdog */
 	LINGER_STAT_WAKE_PREEMPT,	/* short-sleeping primary preempted a primary on waking */
+	LINGER_STAT_SMT_KICK,		/* guest kicked off a core a primary started on */
+	LINGER_STAT_SMT_DECLINE,	/* CPU ran no guest: its sibling runs a primary */
 	LINGER_NR_STATS,
 };
 

@@ -31,6 +31,7 @@ extern const volatile u64 guard_slice_ns;
 extern const volatile u64 relief_wait_ns;
 extern const volatile u64 relief_slice_ns;
 extern const volatile bool wake_preempt;
+extern const volatile u32 smt_guests;
 extern const volatile u64 watchdog_ns;
 extern const volatile bool accounting;
 

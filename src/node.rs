@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The machine the agent runs on, as every other folder asks about it:
-//! how many CPUs are online, what the calling process may do, and
-//! CLOCK_TAI (the clock gang slots are aligned to across nodes).
+//! how many CPUs are online, where each sits (core, LLC, NUMA node),
+//! what the calling process may do, and CLOCK_TAI (the clock gang slots
+//! are aligned to across nodes).
 //!
 //! Owns nothing but these readings; imports nothing of the project.
 
@@ -29,17 +30,38 @@ pub fn online_cpus() -> u32 {
 /// what the agent did each second.
 pub fn count_cpulist(list: &str) -> Option<u32> {
     let mut n = 0u32;
-    for group in list.trim().trim_end_matches('\0').split(',') {
-        let (lo, hi) = match group.split_once('-') {
-            Some((lo, hi)) => (lo.parse::<u32>().ok()?, hi.parse::<u32>().ok()?),
-            None => {
-                let cpu = group.parse::<u32>().ok()?;
-                (cpu, cpu)
-            }
-        };
+    for (lo, hi) in cpu_ranges(list)? {
         n = n.checked_add(hi.checked_sub(lo)?.checked_add(1)?)?;
     }
     Some(n)
+}
+
+/// The CPUs a kernel cpulist names, in order; None if it is not one.
+pub fn cpulist(list: &str) -> Option<Vec<u32>> {
+    let mut cpus = Vec::new();
+    for (lo, hi) in cpu_ranges(list)? {
+        if hi < lo || hi - lo >= MAX_CPULIST {
+            return None;
+        }
+        cpus.extend(lo..=hi);
+    }
+    Some(cpus)
+}
+
+/// No machine has more CPUs than this; a list naming more is not one.
+const MAX_CPULIST: u32 = 1 << 16;
+
+fn cpu_ranges(list: &str) -> Option<Vec<(u32, u32)>> {
+    let list = list.trim().trim_end_matches('\0');
+    if list.is_empty() {
+        return Some(Vec::new());
+    }
+    list.split(',')
+        .map(|group| match group.split_once('-') {
+            Some((lo, hi)) => Some((lo.parse().ok()?, hi.parse().ok()?)),
+            None => group.parse().ok().map(|cpu| (cpu, cpu)),
+        })
+        .collect()
 }
 
 /// The effective capability set of a process, as the bit mask in the
@@ -74,6 +96,37 @@ impl Caps {
     }
 }
 
+/// Where one CPU sits: ids unique on the machine, as scx_utils numbers
+/// them, and the other hardware threads of its core.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CpuPlace {
+    pub cpu: usize,
+    pub core: usize,
+    pub llc: usize,
+    pub node: usize,
+    pub siblings: Vec<usize>,
+}
+
+/// Every online CPU's place, from sysfs through scx_utils' topology.
+pub fn cpu_places() -> anyhow::Result<Vec<CpuPlace>> {
+    let topo = scx_utils::Topology::new()?;
+    Ok(topo
+        .all_cpus
+        .values()
+        .map(|c| CpuPlace {
+            cpu: c.id,
+            core: c.core_id,
+            llc: c.llc_id,
+            node: c.node_id,
+            siblings: topo
+                .all_cores
+                .get(&c.core_id)
+                .map(|core| core.cpus.keys().copied().filter(|s| *s != c.id).collect())
+                .unwrap_or_default(),
+        })
+        .collect())
+}
+
 /// CLOCK_TAI now, where the gang slots are aligned (zero if unreadable).
 pub fn tai_now() -> Duration {
     clock_gettime(ClockId::CLOCK_TAI).map_or(Duration::ZERO, Duration::from)
@@ -89,8 +142,13 @@ mod tests {
         assert_eq!(count_cpulist("0-3"), Some(4));
         assert_eq!(count_cpulist("0-3,8,10-11\n"), Some(7));
         assert_eq!(count_cpulist("0-1\0"), Some(2));
-        for bad in ["", "x", "3-1", "0-", "1,,2", "0-4294967295,1-4294967295"] {
+        for bad in ["x", "3-1", "0-", "1,,2", "0-4294967295,1-4294967295"] {
             assert_eq!(count_cpulist(bad), None, "{bad:?}");
+        }
+        assert_eq!(cpulist("0-2,8\n"), Some(vec![0, 1, 2, 8]));
+        assert_eq!(cpulist("\n"), Some(vec![]), "an empty cpuset names no CPU");
+        for bad in ["x", "3-1", "0-", "1,,2", "0-4294967295"] {
+            assert_eq!(cpulist(bad), None, "{bad:?}");
         }
     }
 

@@ -6,6 +6,7 @@
 //! operator about gangs that cannot be co-scheduled.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
@@ -18,6 +19,8 @@ use crate::labels::class::Class;
 use crate::node;
 
 pub struct Rotation {
+    /// Where cgroup2 is mounted: gangs' cpusets are read from there.
+    mount: PathBuf,
     numbers: Numbers,
     sizes: Sizes,
     gangs: Vec<GangLabel>,
@@ -34,8 +37,9 @@ pub struct Rotation {
 }
 
 impl Rotation {
-    pub fn new(default_slot: Duration, open_pct: u32) -> Rotation {
+    pub fn new(mount: &Path, default_slot: Duration, open_pct: u32) -> Rotation {
         Rotation {
+            mount: mount.to_path_buf(),
             numbers: Numbers::default(),
             sizes: Sizes::default(),
             gangs: Vec::new(),
@@ -151,6 +155,7 @@ impl Rotation {
                     .slot_ms
                     .map_or(self.default_slot, |ms| Duration::from_millis(ms.into())),
                 size: self.sizes.size(n),
+                cpus: bound_cpus(&self.mount, &g.rel, self.nr_cpus),
             });
         }
         let numbers = &self.numbers;
@@ -163,8 +168,11 @@ impl Rotation {
             let id = self.gangs.iter().find(|g| g.rel == big.rel).map(|g| g.id);
             if id.is_some_and(|id| self.warned_big.insert(id)) {
                 warn!(
-                    "gang /{}: {} threads runnable at once but {} CPUs: it cannot be co-scheduled; it keeps a slot of its own, in which its threads take turns",
-                    big.rel, big.size, self.nr_cpus
+                    "gang /{}: {} threads runnable at once but {} CPUs{}: it cannot be co-scheduled; it keeps a slot of its own, in which its threads take turns",
+                    big.rel,
+                    big.size,
+                    big.room(self.nr_cpus),
+                    if big.cpus.is_some() { " in its cpuset" } else { "" }
                 );
             }
         }
@@ -192,6 +200,21 @@ impl Rotation {
     }
 }
 
+/// The CPUs the cgroup `rel` may use when its cpuset (or its nearest
+/// ancestor's: cgroup2 shows cpuset.cpus.effective only where the
+/// controller is on) binds it to fewer than the node's `nr_cpus`; None
+/// when it may use any.
+fn bound_cpus(mount: &Path, rel: &str, nr_cpus: u32) -> Option<Vec<u32>> {
+    let mut dir = Some(Path::new(rel));
+    while let Some(d) = dir {
+        if let Ok(list) = std::fs::read_to_string(mount.join(d).join("cpuset.cpus.effective")) {
+            return node::cpulist(&list).filter(|c| !c.is_empty() && (c.len() as u32) < nr_cpus);
+        }
+        dir = d.parent();
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -215,7 +238,7 @@ mod tests {
             cg("idle", 4, Some("guest")),
         ];
         let resolved = resolve_all(&cgs, Class::Primary);
-        let mut rot = Rotation::new(Duration::from_millis(100), 10);
+        let mut rot = Rotation::new(Path::new("/sys/fs/cgroup"), Duration::from_millis(100), 10);
         let entries = rot.label_entries(&resolved);
         assert_eq!(entries.len(), 4);
         let gang = GangRef::of(0).0;

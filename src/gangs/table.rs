@@ -11,12 +11,22 @@
 //!   runtime's sleeping helper threads do not count, its workers do.
 //! - **Packing.** Per tier (primary gangs, guest gangs), gangs go into
 //!   slots first-fit by decreasing size, in path order among equals:
-//!   gangs share a slot when their sizes add up to at most the CPUs. A
-//!   gang larger than the CPUs gets a slot of its own (it cannot run all at
-//!   once; its members take turns, see bpf/gang.bpf.c). Slots come in the
-//!   order of the first path in each, so the table depends only on the
-//!   gangs' paths, sizes and slot lengths: two nodes running the same jobs
-//!   build the same table.
+//!   gangs share a slot when their members fit on the CPUs at once. A
+//!   gang bound to a cpuset (Slurm's ConstrainCores, Kubernetes' static
+//!   CPU manager) fits only on the CPUs of its cpuset the slot's other
+//!   gangs leave: gangs bound to the same cores take turns, gangs on
+//!   disjoint cores run together. A gang larger than its CPUs gets a slot
+//!   of its own (it cannot run all at once; its members take turns, see
+//!   bpf/gang.bpf.c). Slots come in the order of the first path in each,
+//!   so the table depends only on the gangs' paths, sizes, cpusets and
+//!   slot lengths: two nodes running the same jobs build the same table.
+//! - **Filling.** A bound gang also joins every other slot whose gangs
+//!   are all bound to cores disjoint from its own: nobody else could use
+//!   its cores then, so it runs throughout instead of waiting its turn.
+//! - **Conflicts.** BPF lends the CPUs a slot's gangs leave idle to other
+//!   gangs by count (bpf/gang.bpf.c); counting is exact only where gangs
+//!   may use any CPU. Two gangs bound to overlapping cores conflict, and
+//!   BPF never lends to a gang that conflicts with one already admitted.
 //! - **Cycle.** Slot lengths add up, then the primary tier's open phase
 //!   (`open_pct` of the cycle) follows, in which ordinary primary work comes
 //!   first. The cycle is capped at MAX_CYCLE so that no gang ever waits
@@ -24,7 +34,7 @@
 //! - **Clock.** Cycle k starts at CLOCK_TAI = k x cycle: rotation_at() in
 //!   bpf/lib/pure.h, which the tests here run.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 use crate::bpf::intf;
@@ -138,6 +148,65 @@ pub struct GangLoad {
     pub slot: Duration,
     /// Runnable members (high-water over the size window).
     pub size: u32,
+    /// The CPUs its cpuset allows, in order; None: any CPU of the node.
+    pub cpus: Option<Vec<u32>>,
+}
+
+impl GangLoad {
+    /// How many CPUs it may use on a node of `nr_cpus`.
+    pub fn room(&self, nr_cpus: u32) -> u32 {
+        self.cpus
+            .as_ref()
+            .map_or(nr_cpus, |c| (c.len() as u32).min(nr_cpus))
+    }
+
+    /// Bound to cores that overlap `other`'s, both of them bound.
+    fn conflicts_with(&self, other: &GangLoad) -> bool {
+        match (&self.cpus, &other.cpus) {
+            (Some(a), Some(b)) => a.iter().any(|c| b.binary_search(c).is_ok()),
+            _ => false,
+        }
+    }
+}
+
+/// One slot being packed: its gangs, how many CPUs they take, and which
+/// CPUs its bound gangs were given.
+struct Bin<'a> {
+    members: Vec<&'a GangLoad>,
+    taken: u32,
+    bound: BTreeSet<u32>,
+}
+
+impl<'a> Bin<'a> {
+    fn new() -> Self {
+        Bin {
+            members: Vec::new(),
+            taken: 0,
+            bound: BTreeSet::new(),
+        }
+    }
+
+    /// Put `g` in if its members fit beside the others'; false if not.
+    /// A bound gang takes the first of its CPUs nobody took here.
+    fn try_add(&mut self, g: &'a GangLoad, nr_cpus: u32) -> bool {
+        if self.taken + g.size > nr_cpus && !self.members.is_empty() {
+            return false;
+        }
+        if let Some(cpus) = &g.cpus {
+            let free: Vec<u32> = cpus
+                .iter()
+                .copied()
+                .filter(|c| !self.bound.contains(c))
+                .collect();
+            if (free.len() as u32) < g.size && !self.members.is_empty() {
+                return false;
+            }
+            self.bound.extend(free.into_iter().take(g.size as usize));
+        }
+        self.taken += g.size;
+        self.members.push(g);
+        true
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -163,6 +232,8 @@ pub struct Table {
     pub tiers: [Rotation; 2],
     /// The CPUs the gangs were packed for.
     pub nr_cpus: u32,
+    /// Per gang number, the gangs bound to cores overlapping its own.
+    pub conflicts: BTreeMap<usize, u64>,
 }
 
 /// Pack gangs into slots (see the module comment). `open_pct` is the share
@@ -178,24 +249,37 @@ pub fn pack(gangs: &[GangLoad], nr_cpus: u32, open_pct: u32) -> Table {
             .filter(|g| g.tier.tier() == tier && g.size > 0 && g.number < MAX_GANGS)
             .collect();
         these.sort_by(|a, b| b.size.cmp(&a.size).then_with(|| a.rel.cmp(&b.rel)));
-        // First fit, decreasing: (room left, members).
-        let mut bins: Vec<(u32, Vec<&GangLoad>)> = Vec::new();
-        for g in these {
-            match bins.iter_mut().find(|(room, _)| *room >= g.size) {
-                Some((room, members)) => {
-                    *room -= g.size;
-                    members.push(g);
-                }
-                None => bins.push((nr_cpus.saturating_sub(g.size), vec![g])),
+        // First fit, decreasing; a gang too big for its CPUs goes alone.
+        let mut bins: Vec<Bin> = Vec::new();
+        for &g in &these {
+            let fits_own = g.size <= g.room(nr_cpus);
+            if !fits_own || !bins.iter_mut().any(|b| b.try_add(g, nr_cpus)) {
+                let mut b = Bin::new();
+                b.try_add(g, nr_cpus);
+                bins.push(b);
             }
         }
-        for (_, members) in &mut bins {
-            members.sort_by(|a, b| a.rel.cmp(&b.rel));
+        // Filling: bound gangs join slots whose gangs are all bound to
+        // other cores (sorted as above, so the table stays deterministic).
+        for b in bins.iter_mut() {
+            for &g in &these {
+                let disjoint = g.cpus.is_some()
+                    && g.size <= g.room(nr_cpus)
+                    && b.members
+                        .iter()
+                        .all(|m| m.cpus.is_some() && !m.conflicts_with(g) && m.number != g.number);
+                if disjoint {
+                    b.try_add(g, nr_cpus);
+                }
+            }
         }
-        bins.sort_by(|a, b| a.1[0].rel.cmp(&b.1[0].rel));
+        for b in &mut bins {
+            b.members.sort_by(|a, b| a.rel.cmp(&b.rel));
+        }
+        bins.sort_by(|a, b| a.members[0].rel.cmp(&b.members[0].rel));
         let mut rot = Rotation::default();
         let mut start = Duration::ZERO;
-        for (_, members) in &bins {
+        for Bin { members, .. } in &bins {
             let len = members.iter().map(|g| g.slot).max().unwrap_or_default();
             let gangs = members.iter().fold(0u64, |m, g| m | 1 << g.number);
             rot.gangs |= gangs;
@@ -214,6 +298,15 @@ pub fn pack(gangs: &[GangLoad], nr_cpus: u32, open_pct: u32) -> Table {
             rot.cycle += rot.open;
         }
         table.tiers[t] = rot;
+    }
+    for g in gangs.iter().filter(|g| g.number < MAX_GANGS) {
+        let with = gangs
+            .iter()
+            .filter(|h| h.number < MAX_GANGS && h.number != g.number && g.conflicts_with(h))
+            .fold(0u64, |m, h| m | 1 << h.number);
+        if with != 0 {
+            table.conflicts.insert(g.number, with);
+        }
     }
     table
 }
@@ -236,9 +329,9 @@ fn fit_cycle(rot: &mut Rotation, total: Duration) {
     rot.cycle = start;
 }
 
-/// Gangs too big to run all at once on `nr_cpus`.
+/// Gangs too big to run all at once on the CPUs they may use.
 pub fn too_big(gangs: &[GangLoad], nr_cpus: u32) -> Vec<&GangLoad> {
-    gangs.iter().filter(|g| g.size > nr_cpus).collect()
+    gangs.iter().filter(|g| g.size > g.room(nr_cpus)).collect()
 }
 
 impl Table {
@@ -247,6 +340,11 @@ impl Table {
         // SAFETY: the struct is plain integers; all-zero is a valid value.
         let mut out: intf::linger_gang_table = unsafe { std::mem::zeroed() };
         out.nr_cpus = self.nr_cpus;
+        for (&g, &with) in &self.conflicts {
+            if let Some(slot) = out.conflicts.get_mut(g) {
+                *slot = with;
+            }
+        }
         for (t, rot) in self.tiers.iter().enumerate() {
             let dst = &mut out.tiers[t];
             dst.cycle_ns = rot.cycle.as_nanos() as u64;
@@ -305,6 +403,7 @@ mod tests {
             tier,
             slot: Duration::from_millis(100),
             size,
+            cpus: None,
         }
     }
 
@@ -378,6 +477,66 @@ mod tests {
         );
     }
 
+    fn bound(number: usize, rel: &str, size: u32, cpus: &[u32]) -> GangLoad {
+        GangLoad {
+            cpus: Some(cpus.to_vec()),
+            ..load(number, rel, Class::Gang, size)
+        }
+    }
+
+    fn slot_names(t: &Table) -> Vec<Vec<String>> {
+        t.tiers[0].slots.iter().map(|s| s.names.clone()).collect()
+    }
+
+    #[test]
+    fn gangs_bound_to_the_same_cores_take_turns_and_a_gang_alone_on_its_cores_runs_throughout() {
+        // Two 2-thread gangs bound to CPUs 0-1, a third to 2-3, on 4 CPUs:
+        // the ideal schedule alternates a and b while c runs always.
+        let gangs = vec![
+            bound(0, "a", 2, &[0, 1]),
+            bound(1, "b", 2, &[0, 1]),
+            bound(2, "c", 2, &[2, 3]),
+        ];
+        let t = pack(&gangs, 4, 10);
+        assert_eq!(slot_names(&t), vec![vec!["a", "c"], vec!["b", "c"]]);
+        assert_eq!(t.conflicts.get(&0), Some(&0b010));
+        assert_eq!(t.conflicts.get(&1), Some(&0b001));
+        assert_eq!(t.conflicts.get(&2), None, "c shares its cores with nobody");
+        let b = t.to_bpf();
+        assert_eq!(
+            (b.conflicts[0], b.conflicts[1], b.conflicts[2]),
+            (0b010, 0b001, 0)
+        );
+    }
+
+    #[test]
+    fn slurm_like_jobs_on_disjoint_and_overlapping_core_sets() {
+        // 8 CPUs: j1 on 0-3 (4 threads), j2 on 2-5 (2), j3 on 6-7 (2),
+        // j4 unbound (2). j1 takes 0-3; j2 then fits on 4-5 beside it;
+        // j3 on 6-7; j4 finds no CPU left in that slot.
+        let gangs = vec![
+            bound(0, "j1", 4, &[0, 1, 2, 3]),
+            bound(1, "j2", 2, &[2, 3, 4, 5]),
+            bound(2, "j3", 2, &[6, 7]),
+            load(3, "j4", Class::Gang, 2),
+        ];
+        let t = pack(&gangs, 8, 10);
+        assert_eq!(slot_names(&t), vec![vec!["j1", "j2", "j3"], vec!["j4"]]);
+        // j3's cores are its own in the first slot; in j4's slot an
+        // unbound gang may be anywhere, so j3 is not filled in there.
+        assert_eq!(t.conflicts.get(&0), Some(&0b0010));
+        assert_eq!(t.conflicts.get(&3), None);
+    }
+
+    #[test]
+    fn a_gang_bigger_than_its_cpuset_is_too_big_for_its_own_cpus() {
+        let gangs = vec![bound(0, "wide", 3, &[0, 1]), bound(1, "other", 1, &[2])];
+        assert_eq!(too_big(&gangs, 4).len(), 1, "3 threads on 2 CPUs");
+        let t = pack(&gangs, 4, 10);
+        // Alone on its own cores; a gang on other cores runs beside it.
+        assert_eq!(slot_names(&t), vec![vec!["other", "wide"]]);
+    }
+
     #[test]
     fn the_table_depends_on_paths_not_on_numbers() {
         let a = vec![
@@ -426,6 +585,7 @@ mod tests {
             let t = Table {
                 tiers: [r.clone(), Rotation::default()],
                 nr_cpus: 2,
+                conflicts: BTreeMap::new(),
             }
             .to_bpf();
             pure::rotation_at(&t.tiers[0], tai.as_nanos() as u64)

@@ -57,6 +57,15 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_wake_preempt: bool,
 
+    /// Guests beside primaries on SMT cores. `avoid`: no guest starts on a
+    /// CPU whose sibling hardware thread runs a primary, and one already
+    /// there is moved off when a primary starts on the core, because a
+    /// sibling's guest slows the primary through the core it shares.
+    /// `share`: every hardware thread is a CPU of its own (the harvest of
+    /// half-busy cores, at that cost). Nothing changes without SMT.
+    #[arg(long, value_enum, default_value_t = SmtGuests::Avoid)]
+    pub smt_guests: SmtGuests,
+
     /// Read the whole cgroup tree again this often, in milliseconds: a
     /// safety net. Cgroups made, removed or relabelled (by `tag`,
     /// `setfattr` or `cpu.idle`) take effect at once through cgroupfs
@@ -115,4 +124,20 @@ pub struct RunArgs {
     /// Verbose: log libbpf's messages (verifier output on load failures).
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+/// `--smt-guests`: the policy of enum linger_smt_guests (bpf/intf.h).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SmtGuests {
+    Avoid,
+    Share,
+}
+
+impl SmtGuests {
+    pub fn bpf_value(self) -> intf::linger_smt_guests {
+        match self {
+            SmtGuests::Avoid => intf::linger_smt_guests_LINGER_SMT_GUESTS_AVOID,
+            SmtGuests::Share => intf::linger_smt_guests_LINGER_SMT_GUESTS_SHARE,
+        }
+    }
 }

@@ -121,7 +121,11 @@ pub fn run(
 ) -> Result<Ended> {
     let mut storage = MaybeUninit::uninit();
     let mut sched = Scheduler::load(&mut storage, tunables)?;
-    let mut rotation = Rotation::new(Duration::from_millis(args.slot_ms), args.gang_open_pct);
+    let mut rotation = Rotation::new(
+        mount,
+        Duration::from_millis(args.slot_ms),
+        args.gang_open_pct,
+    );
     let mut labelled = Labelled::default();
     // Labels first, then attach: no task is ever scheduled as a primary
     // just because the first scan had not finished (a restart under load).
