@@ -10,10 +10,10 @@ use crate::common::*;
 use crate::trace::{self, any_and_all, overlap, percentile, period_starts};
 
 /// One round of the barrier job computes this much (about 0.15 ms here).
-const ITERS: &str = "20000";
+pub(crate) const ITERS: &str = "20000";
 
 /// Start the barrier job inside `cg` (every thread a member from the start).
-fn start_job(cg: &TestCgroup, args: &[&str]) -> Child {
+pub(crate) fn start_job(cg: &TestCgroup, args: &[&str]) -> Child {
     spawn_in(
         cg,
         &format!("exec {} {}", bench_bin("barrier").display(), args.join(" ")),
@@ -50,7 +50,7 @@ fn finish(child: Child, timeout: Duration) -> Report {
 }
 
 /// Thread ids of a job once all its `n` threads exist.
-fn job_threads(child: &Child, n: usize) -> Vec<i32> {
+pub(crate) fn job_threads(child: &Child, n: usize) -> Vec<i32> {
     let mut tids = Vec::new();
     let ok = wait_until(Duration::from_secs(10), || {
         tids = trace::threads_of(child.id());

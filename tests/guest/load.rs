@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-fn env_or(name: &str, default: u64) -> u64 {
+pub(crate) fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -21,7 +21,7 @@ fn env_or(name: &str, default: u64) -> u64 {
 }
 
 /// The scheduler still runs us, and the kernel has not complained.
-fn assert_still_in_charge(agent: &mut Agent, what: &str) {
+pub(crate) fn assert_still_in_charge(agent: &mut Agent, what: &str) {
     assert_eq!(
         state(),
         "enabled",
@@ -32,7 +32,7 @@ fn assert_still_in_charge(agent: &mut Agent, what: &str) {
 }
 
 /// Kernel messages since the test began that say something went wrong.
-fn kernel_trouble() -> Vec<String> {
+pub(crate) fn kernel_trouble() -> Vec<String> {
     let log = dmesg();
     let mut bad = ejections(&log);
     bad.extend(
@@ -51,7 +51,7 @@ fn kernel_trouble() -> Vec<String> {
 /// creation, context switches, yields, futex waits, policy changes
 /// (SCHED_OTHER, BATCH, IDLE, FIFO, RR, DEADLINE: tasks leave and rejoin
 /// sched_ext), and plain computation.
-const STRESSORS: [&str; 7] = [
+pub(crate) const STRESSORS: [&str; 7] = [
     "fork",
     "clone",
     "switch",
@@ -63,7 +63,7 @@ const STRESSORS: [&str; 7] = [
 
 /// Bogo operations per stressor from stress-ng's --metrics-brief lines
 /// ("stress-ng: info:  [pid] cpu  12345  60.00 ...").
-fn bogo_ops(out: &str) -> BTreeMap<String, u64> {
+pub(crate) fn bogo_ops(out: &str) -> BTreeMap<String, u64> {
     out.lines()
         .filter_map(|l| {
             let mut w = l.split_once("] ")?.1.split_whitespace();

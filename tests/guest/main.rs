@@ -9,6 +9,8 @@ mod faults;
 mod gang;
 mod lifecycle;
 mod load;
+mod many_cpus;
+mod node_shaped;
 mod preflight;
 mod stats;
 mod trace;

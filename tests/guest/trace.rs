@@ -16,6 +16,7 @@ const TRACEFS: &str = "/sys/kernel/tracing";
 #[derive(Debug, Clone, Copy)]
 pub struct Run {
     pub pid: i32,
+    pub cpu: u32,
     pub start: f64,
     pub end: f64,
 }
@@ -60,6 +61,13 @@ fn record<T>(clock: &str, events: &[&str], during: impl FnOnce() -> T) -> (Strin
     }
     write("trace_clock", "local");
     (text, out)
+}
+
+/// Record sched_switch for `window` on trace clock `clock` and return
+/// every run in it, those cut by the window's ends included.
+pub fn record_whole_runs(window: Duration, clock: &str) -> Vec<Run> {
+    let (text, _) = record(clock, &["sched_switch"], || std::thread::sleep(window));
+    runs_from_whole_trace(&text)
 }
 
 /// Record sched_switch for `window` on trace clock `clock` and return the
@@ -118,21 +126,53 @@ fn field(fields: &str, key: &str) -> Option<i32> {
 }
 
 /// Parse `trace` text: each sched_switch ends prev's run on that CPU and
-/// starts next's.
+/// starts next's. Only runs with both ends in the trace are kept.
 pub fn runs_from_trace(text: &str) -> Vec<Run> {
+    parse_runs(text, false)
+}
+
+/// As runs_from_trace, and also the runs cut by the trace's ends: what
+/// each CPU ran before its first switch (from the first event on) and
+/// after its last (to the last event). A task that keeps its CPU slice
+/// after slice passes no sched_switch at all, so without these a
+/// pinned hog would be missing from the trace.
+pub fn runs_from_whole_trace(text: &str) -> Vec<Run> {
+    parse_runs(text, true)
+}
+
+fn parse_runs(text: &str, edges: bool) -> Vec<Run> {
     let mut open: HashMap<u32, (i32, f64)> = HashMap::new();
     let mut runs = Vec::new();
+    let (mut first, mut last) = (None, 0.0);
     for (cpu, ts, event, fields) in text.lines().filter_map(parse_line) {
+        first.get_or_insert(ts);
+        last = ts;
         let Some(next_pid) = field(fields, "next_pid").filter(|_| event == "switch") else {
             continue;
         };
-        if let Some((pid, start)) = open.insert(cpu, (next_pid, ts)) {
-            runs.push(Run {
+        match open.insert(cpu, (next_pid, ts)) {
+            Some((pid, start)) => runs.push(Run {
                 pid,
+                cpu,
                 start,
                 end: ts,
-            });
+            }),
+            None if edges => runs.extend(field(fields, "prev_pid").map(|pid| Run {
+                pid,
+                cpu,
+                start: first.unwrap_or(ts),
+                end: ts,
+            })),
+            None => {}
         }
+    }
+    if edges {
+        runs.extend(open.into_iter().map(|(cpu, (pid, start))| Run {
+            pid,
+            cpu,
+            start,
+            end: last,
+        }));
     }
     runs
 }
@@ -205,7 +245,7 @@ pub fn threads_of(pid: u32) -> Vec<i32> {
 }
 
 /// Merge overlapping intervals.
-fn union(mut v: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
+pub fn union(mut v: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     v.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut out: Vec<(f64, f64)> = Vec::new();
     for (s, e) in v {
@@ -217,7 +257,7 @@ fn union(mut v: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     out
 }
 
-fn intersect(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
+pub fn intersect(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
     for &(s1, e1) in a {
         for &(s2, e2) in b {
@@ -230,7 +270,7 @@ fn intersect(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
     union(out)
 }
 
-fn total(v: &[(f64, f64)]) -> f64 {
+pub fn total(v: &[(f64, f64)]) -> f64 {
     v.iter().map(|(s, e)| e - s).sum()
 }
 

@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! A node of many CPUs: `cargo xtask test` runs this module only on a
+//! guest of `--many-cpus` vCPUs (64 by default), in single-threaded TCG:
+//! every vCPU is a slice of one host thread, so this is about holding on,
+//! not speed. QEMU gives each busy vCPU 100 ms turns in that thread, so
+//! with all 64 busy each waits 6.4 s between turns and the guest's own
+//! RCU and sched_ext watchdogs fire (measured: a stall report after 93 s
+//! of 64 busy vCPUs, with idle vCPUs holding tasks they had not yet had a
+//! turn to run). The load therefore keeps most vCPUs idle: what it tests
+//! is a scheduler spread over 64 CPUs (its per-CPU state, masks and
+//! queues at that size, tasks moving among them), not 64 CPUs of work.
+
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::load::{assert_still_in_charge, bogo_ops, kernel_trouble};
+
+/// The many-CPU pass's guest has at least this many.
+const MANY: usize = 32;
+
+/// Stressors that move tasks around and between CPUs without holding
+/// many CPUs busy: process creation, context switches, yields, futexes.
+const STRESSORS: [&str; 5] = ["fork", "switch", "yield", "futex", "cpu"];
+
+#[test]
+fn loads_holds_stress_ng_in_every_class_and_unloads_on_many_cpus() {
+    require_guest();
+    let cpus = nr_cpus();
+    assert!(
+        cpus >= MANY,
+        "this test needs a guest of {MANY}+ vCPUs (it has {cpus}): run it in the many-CPU pass (cargo xtask test --filter many_cpus::)"
+    );
+    let secs = 20;
+    let started = Instant::now();
+    let mut agent = Agent::start(&[]);
+    let loaded = started.elapsed();
+    let primary = TestCgroup::new("many/primary");
+    let guest = TestCgroup::new("many/guest");
+    tag(&guest.rel, "guest");
+    // A few light stressors as primaries and two CPU hogs as guests (see
+    // the module comment for why no more).
+    let hogs = 2;
+    let stress = |stressors: &str| {
+        format!("exec stress-ng {stressors} --timeout {secs}s --metrics-brief --temp-path /tmp")
+    };
+    let prim = spawn_in(
+        &primary,
+        &stress(&STRESSORS.map(|s| format!("--{s} 1")).join(" ")),
+    );
+    let gst = spawn_in(&guest, &stress(&format!("--cpu {hogs}")));
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(secs) {
+        std::thread::sleep(Duration::from_secs(5));
+        assert_still_in_charge(&mut agent, "under stress-ng");
+    }
+    let (p_status, p_out) = finish_child(prim, Duration::from_secs(secs + 240));
+    let (g_status, g_out) = finish_child(gst, Duration::from_secs(secs + 240));
+    assert_still_in_charge(&mut agent, "after stress-ng");
+    let unload = Instant::now();
+    let (status, out) = agent.stop();
+    let unloaded = unload.elapsed();
+    assert!(status.success(), "the agent did not exit cleanly: {out}");
+    assert_ne!(
+        state(),
+        "enabled",
+        "the scheduler is still loaded after the agent left"
+    );
+    assert!(
+        p_status.success(),
+        "primary stress-ng failed ({p_status}): {p_out}"
+    );
+    assert!(
+        g_status.success(),
+        "guest stress-ng failed ({g_status}): {g_out}"
+    );
+    let ops_p = bogo_ops(&p_out);
+    let ops_g: u64 = g_out
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_once("] ")?.1.split_whitespace();
+            (w.next()? == "cpu").then(|| w.next()?.parse::<u64>().ok())?
+        })
+        .sum();
+    figure(&format!(
+        "{cpus} vCPUs (single-threaded TCG): loaded in {:.1} s, {secs} s of stress-ng (one of each of {} as primaries, {hogs} cpu hogs as guests) without ejection, unloaded in {:.1} s; bogo ops primary {ops_p:?}, guest cpu {ops_g}",
+        loaded.as_secs_f64(),
+        STRESSORS.join(" "),
+        unloaded.as_secs_f64()
+    ));
+    assert!(
+        STRESSORS
+            .iter()
+            .all(|s| ops_p.get(*s).is_some_and(|n| *n > 0)),
+        "a primary stressor did no work: {ops_p:?}\n{p_out}"
+    );
+    let trouble = kernel_trouble();
+    assert!(trouble.is_empty(), "the kernel complained: {trouble:?}");
+}
