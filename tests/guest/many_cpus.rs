@@ -2,13 +2,20 @@
 //! A node of many CPUs: `cargo xtask test` runs this module only on a
 //! guest of `--many-cpus` vCPUs (64 by default), in single-threaded TCG:
 //! every vCPU is a slice of one host thread, so this is about holding on,
-//! not speed. QEMU gives each busy vCPU 100 ms turns in that thread, so
-//! with all 64 busy each waits 6.4 s between turns and the guest's own
-//! RCU and sched_ext watchdogs fire (measured: a stall report after 93 s
-//! of 64 busy vCPUs, with idle vCPUs holding tasks they had not yet had a
-//! turn to run). The load therefore keeps most vCPUs idle: what it tests
-//! is a scheduler spread over 64 CPUs (its per-CPU state, masks and
-//! queues at that size, tasks moving among them), not 64 CPUs of work.
+//! not speed.
+//!
+//! The load is CPU hogs, not wake-up-heavy stressors: under this emulator
+//! wake-ups between 64 vCPUs defeat sched_ext itself. 20 s of stress-ng
+//! fork, switch, yield, futex and cpu (7 workers) took 55 s under EEVDF
+//! with no RCU stall, but 572 s under scx_bpfland 1.1.4, with 9 RCU stall
+//! reports and the kernel ejecting it for a runnable task stall;
+//! scx_linger was ejected the same way. A vCPU waits its turn of the host
+//! thread (100 ms per busy vCPU) while others spin on a lock it holds; the
+//! kernel's own scheduler takes no cross-CPU lock on those paths. What is
+//! tested here is a scheduler spread over 64 CPUs (its per-CPU state,
+//! masks and queues at that size, tasks placed on any of them) loading,
+//! holding both classes, and unloading; 64 real CPUs are for the device
+//! machine (see the README).
 
 use std::time::{Duration, Instant};
 
@@ -18,9 +25,9 @@ use crate::load::{assert_still_in_charge, bogo_ops, kernel_trouble};
 /// The many-CPU pass's guest has at least this many.
 const MANY: usize = 32;
 
-/// Stressors that move tasks around and between CPUs without holding
-/// many CPUs busy: process creation, context switches, yields, futexes.
-const STRESSORS: [&str; 5] = ["fork", "switch", "yield", "futex", "cpu"];
+/// The primaries' stressors: computation, and forks (new tasks placed
+/// among the 64 CPUs).
+const STRESSORS: [&str; 2] = ["cpu", "fork"];
 
 #[test]
 fn loads_holds_stress_ng_in_every_class_and_unloads_on_many_cpus() {
@@ -30,15 +37,15 @@ fn loads_holds_stress_ng_in_every_class_and_unloads_on_many_cpus() {
         cpus >= MANY,
         "this test needs a guest of {MANY}+ vCPUs (it has {cpus}): run it in the many-CPU pass (cargo xtask test --filter many_cpus::)"
     );
-    let secs = 20;
+    let secs = 60;
     let started = Instant::now();
     let mut agent = Agent::start(&[]);
     let loaded = started.elapsed();
     let primary = TestCgroup::new("many/primary");
     let guest = TestCgroup::new("many/guest");
     tag(&guest.rel, "guest");
-    // A few light stressors as primaries and two CPU hogs as guests (see
-    // the module comment for why no more).
+    // Light stressors as primaries and two CPU hogs as guests (see the
+    // module comment for why no more).
     let hogs = 2;
     let stress = |stressors: &str| {
         format!("exec stress-ng {stressors} --timeout {secs}s --metrics-brief --temp-path /tmp")
