@@ -18,20 +18,23 @@ echo "# kernel=$(uname -r) cpus=$(nproc) hackbench -p -g $NGROUPS -l $LOOPS"
 
 hb() { hackbench -p -g "$NGROUPS" -l "$LOOPS" | awk '/^Time:/ {print $2}'; }
 
+# Which cases to run (CASES, words from the list below): all by default;
+# `bench --scaling` runs only the three schedulers at every size.
+CASES=${CASES:-"eevdf bpfland linger linger_noacct linger_nowp"}
+run_case() {
+	case $1 in
+	eevdf) echo "case=eevdf rep=$2 time=$(hb)" ;;
+	bpfland) start_sched bpfland; echo "case=bpfland rep=$2 time=$(hb)"; stop_sched ;;
+	linger) start_sched linger; echo "case=linger rep=$2 time=$(hb)"; stop_sched ;;
+	linger_noacct) start_sched linger --no-accounting; echo "case=linger_noacct rep=$2 time=$(hb)"; stop_sched ;;
+	linger_nowp) start_sched linger --no-wake-preempt; echo "case=linger_nowp rep=$2 time=$(hb)"; stop_sched ;;
+	esac
+}
+
 # Warm up: binaries and libraries in the page cache.
 hb > /dev/null
 for rep in $(seq "$REPEATS"); do
-	echo "case=eevdf rep=$rep time=$(hb)"
-	start_sched bpfland
-	echo "case=bpfland rep=$rep time=$(hb)"
-	stop_sched
-	start_sched linger
-	echo "case=linger rep=$rep time=$(hb)"
-	stop_sched
-	start_sched linger --no-accounting
-	echo "case=linger_noacct rep=$rep time=$(hb)"
-	stop_sched
-	start_sched linger --no-wake-preempt
-	echo "case=linger_nowp rep=$rep time=$(hb)"
-	stop_sched
+	for c in $CASES; do
+		run_case "$c" "$rep"
+	done
 done

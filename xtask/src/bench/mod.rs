@@ -17,6 +17,7 @@ mod overhead;
 mod plot;
 mod qos;
 mod queue;
+mod scaling;
 
 use std::process::Command;
 use std::time::Instant;
@@ -69,6 +70,11 @@ pub struct BenchArgs {
     /// programs, in icount guests.
     #[arg(long)]
     pub latency: bool,
+    /// Measure scheduling cost as CPUs grow instead: hackbench under
+    /// EEVDF, scx_bpfland and scx_linger at each --cpus count (e.g.
+    /// --cpus 1,2,4,8,16), one icount boot per count, with a PNG.
+    #[arg(long)]
+    pub scaling: bool,
 }
 
 fn sizes(args: &BenchArgs) -> Sizes {
@@ -120,6 +126,10 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         for &cpus in &args.cpus {
             latency::run(cpus, args.repeats.max(1), &env)?;
         }
+        return Ok(0);
+    }
+    if args.scaling {
+        scaling::run(&args.cpus, args.repeats, &env)?;
         return Ok(0);
     }
     if args.overhead {
