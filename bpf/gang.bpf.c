@@ -9,10 +9,17 @@
  * several times their CPU time (NCSA measured 5x); run together, they
  * waste none (Hori et al., SCore-D; McWilliams).
  *
- * The slot table. The agent packs the gangs into slots (gangs whose
- * members fit on the CPUs together share one) and writes a rotation per
- * tier: primary gangs, and guest gangs, which are co-scheduled too but
- * only in the capacity primaries leave idle. The table is double-buffered
+ * One owner per decision. The agent lays out the rotation and nothing
+ * else: every gang leads one slot of its own, in path order, for the slot
+ * length its label asks, so the table depends only on the labels and the
+ * cpusets, never on what runs, and nodes with the same jobs build the
+ * same one. Everything that depends on what runs (how many members a
+ * gang has runnable, which other gangs fit beside the slot's lead) is
+ * decided here, from live counts, at every change: admission, below.
+ * There is no second packer and no second meaning of a gang's size (it
+ * is the members runnable now). The rotation is per tier: primary gangs,
+ * and guest gangs, which are co-scheduled too but only in the capacity
+ * primaries leave idle. The table is double-buffered
  * (gang_tables[gang_table_idx]) so that the timer never reads a half
  * written one. This unit holds the gang state and decides admission;
  * gang_clock.bpf.c switches slots, gang_run.bpf.c places members.
@@ -60,7 +67,6 @@ struct {
 } gang_tables SEC(".maps");
 
 volatile u32 gang_table_idx;
-volatile u64 gang_hw_epoch;
 
 /* Per-gang counters, read by the agent. */
 struct {
@@ -143,26 +149,29 @@ __hidden u32 sched_gang(const struct task_ctx *tctx)
 }
 
 /*
- * Admission. The agent lets gangs share a slot when their members fit on
- * the CPUs together, but a gang can grow between two packings (a job that
- * is spawning its threads, or one whose members woke up). If a slot's
- * gangs then have more runnable members than there are CPUs, time-sharing
- * them would give each gang some of its members and leave those spinning
- * for partners that are off the CPU: the collapse gangs exist to prevent.
- * So the slot admits whole gangs while they fit, in an order that rotates
- * with the cycle number (every gang is first in some cycles, and nodes
- * with the same table and clock agree); the others wait for their next
- * slot, which counts as a partial start, and the agent repacks at once
- * when it sees a gang outgrow its slot. The first gang is admitted even
- * if it alone is too big: it has the slot to itself anyway.
+ * Admission: which gangs of a tier may run now. The slot's lead gang
+ * always may, even alone too big for its CPUs (its members then take
+ * turns, and the slot counts as a partial start). Then the gangs without
+ * the slot fill the CPUs the lead leaves (Strazdins & Uhlmann: don't
+ * waste the gaps), whole gangs only: each is admitted while its runnable
+ * members fit on the CPUs still free, never beside a gang bound to cores
+ * that overlap its own. A gang that outgrows what is left (a job that is
+ * spawning its threads, or whose members woke) is let go at once, before
+ * its members can time-share with the slot's and spin for partners that
+ * are off the CPU: the collapse gangs exist to prevent. The filling order
+ * rotates with the cycle number (every gang is first in some cycles, and
+ * nodes with the same table and clock agree).
+ *
+ * Room is counted in CPUs, each gang taking what it may use at most (its
+ * cpuset's size): exact where gangs may use any CPU, and with the
+ * conflicts rule also where they are bound to disjoint or identical core
+ * sets (Slurm's and Kubernetes' usual cases).
+ *
+ * Per tier, the gang number filling starts from (then upwards, wrapping
+ * round): the k-th gang without the slot in cycle number k, modulo their
+ * number. Set by the timer.
  */
-u32 gang_nr_cpus = 1;
-/*
- * Per tier, the gang number admission starts from (then upwards, wrapping
- * round): the k-th active gang in cycle number c, with k = c mod the
- * number of active gangs. Set by the timer.
- */
-u32 admit_first_primary, admit_first_guest;
+u32 admit_fill_primary, admit_fill_guest;
 
 /*
  * The answer is cached per tier: it is asked several times per dispatch
@@ -212,66 +221,16 @@ __hidden s64 gang_runnable(u32 g)
 
 static u64 gang_admit(u32 tier)
 {
-	u64 mask = tier_active(tier), admitted = 0, lend;
+	u64 lead = tier_active(tier), fill = tier_scheduled(tier) & ~lead;
 	struct linger_gang_table *table;
-	u32 room = gang_nr_cpus, i;
-	u32 first = tier == LINGER_TIER_GUEST ? admit_first_guest : admit_first_primary;
-	bool placed = false;
 
-	lend = tier_scheduled(tier) & ~mask;
-	if (!(mask & (mask - 1)) && !lend)
-		return mask;
-	bpf_for(i, 0, LINGER_MAX_GANGS) {
-		u32 g = (first + i) & (LINGER_MAX_GANGS - 1);
-		s64 want;
-
-		if (!(mask & gang_bit(g)))
-			continue;
-		want = gang_runnable(g);
-		if (!want) {
-			/* Nothing runnable: it takes no room until it wakes. */
-			admitted |= gang_bit(g);
-			continue;
-		}
-		if (placed && want > room)
-			continue;
-		admitted |= gang_bit(g);
-		room = want >= room ? 0 : room - want;
-		placed = true;
-	}
-
-	/*
-	 * Lending (Strazdins & Uhlmann: don't waste the gaps). CPUs the slot's
-	 * own gangs leave unused (a gang that finished, or whose members all
-	 * wait for I/O) go to other gangs of the tier that fit on them whole,
-	 * until the slot's gangs want them back: then the borrowers are no
-	 * longer admitted, and a waking member may push them off. Gangs bound
-	 * to overlapping cpusets conflict (the agent says which): room counted
-	 * in CPUs does not mean room on their cores.
-	 */
-	if (!room || !lend)
-		return admitted;
+	if (!fill)
+		return lead;
 	table = lookup_gang_table();
 	if (!table)
-		return admitted;
-	bpf_for(i, 0, LINGER_MAX_GANGS) {
-		u32 g = (first + i) & (LINGER_MAX_GANGS - 1);
-		s64 want;
-
-		if (!(lend & gang_bit(g)))
-			continue;
-		want = gang_runnable(g);
-		if (!want || want > room)
-			continue;
-		/* Counting cannot see cpusets: never beside a gang on its cores. */
-		if (table->conflicts[g] & admitted)
-			continue;
-		admitted |= gang_bit(g);
-		room -= want;
-		if (!room)
-			break;
-	}
-	return admitted;
+		return lead;
+	return admit_gangs(table, lead, fill,
+			   tier == LINGER_TIER_GUEST ? admit_fill_guest : admit_fill_primary);
 }
 
 /* Active, and admitted into its slot: its members may run now. */

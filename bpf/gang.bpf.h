@@ -64,9 +64,10 @@ struct gang_slot {
 
 /*
  * What the slot clock says runs now, per tier; written by the timer
- * (gang_clock.bpf.c) only. scheduled_*: gangs that have a slot at all. A
- * gang without one (new, or idle when the agent last packed) runs as
- * ordinary work of its tier.
+ * (gang_clock.bpf.c) only. active_*: the gangs leading the current slot.
+ * scheduled_*: gangs that have a slot at all. A gang without one (new,
+ * until the agent lays the rotation out again) runs as ordinary work of
+ * its tier.
  */
 extern u64 active_primary, active_guest;
 extern u64 scheduled_primary, scheduled_guest;
@@ -75,10 +76,8 @@ extern bool gang_open;
 extern u64 gang_sched_gen;
 /* The agent flips it to the half of gang_tables it just wrote. */
 extern volatile u32 gang_table_idx;
-/* CPUs the table was packed for, and where admission starts, per tier. */
-extern u32 gang_nr_cpus, admit_first_primary, admit_first_guest;
-/* Bumped by the agent when it starts a new runnable high-water period. */
-extern volatile u64 gang_hw_epoch;
+/* Per tier, where filling a slot with other gangs starts (the timer's). */
+extern u32 admit_fill_primary, admit_fill_guest;
 
 /* gang.bpf.c: state and admission. */
 u64 tier_active(u32 tier);

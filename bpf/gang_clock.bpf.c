@@ -183,17 +183,16 @@ static int gang_tick(void *map, int *key, struct bpf_timer *timer)
 				    &scheduled_primary, tai, &next, &open);
 		guest = tier_tick(&t->tiers[LINGER_TIER_GUEST],
 				  &scheduled_guest, tai, &next, &guest_open);
-		u32 nr_cpus = t->nr_cpus ?: scx_bpf_nr_cpu_ids();
-		u32 fp = admit_first(primary, cycle ? tai / cycle : 0);
-		u32 fg = admit_first(guest, cycle ? tai / cycle : 0);
+		u64 cycle_no = cycle ? tai / cycle : 0;
+		u32 fp = admit_first(scheduled_primary & ~primary, cycle_no);
+		u32 fg = admit_first(scheduled_guest & ~guest, cycle_no);
 
 		/* A new table may bring new conflicts: admit afresh. */
-		if (nr_cpus != gang_nr_cpus || fp != admit_first_primary ||
-		    fg != admit_first_guest || gang_table_idx != seen_table_idx) {
+		if (fp != admit_fill_primary || fg != admit_fill_guest ||
+		    gang_table_idx != seen_table_idx) {
 			seen_table_idx = gang_table_idx;
-			gang_nr_cpus = nr_cpus;
-			admit_first_primary = fp;
-			admit_first_guest = fg;
+			admit_fill_primary = fp;
+			admit_fill_guest = fg;
 			admission_changed();
 		}
 	}

@@ -264,7 +264,6 @@ __hidden bool guard_grant_guest_gang(void)
 __hidden void gang_count_runnable(struct task_ctx *tctx)
 {
 	struct linger_gang_stats *st;
-	s64 nr;
 
 	if (tctx->gang.counted == tctx->cls.gang)
 		return;
@@ -275,14 +274,8 @@ __hidden void gang_count_runnable(struct task_ctx *tctx)
 	if (!st)
 		return;
 	tctx->gang.counted = tctx->cls.gang;
-	nr = __sync_add_and_fetch(&st->nr_runnable, 1);
+	__sync_fetch_and_add(&st->nr_runnable, 1);
 	admission_changed();
-	if (st->hw_epoch != gang_hw_epoch) {
-		st->hw_epoch = gang_hw_epoch;
-		st->runnable_hw = nr > 0 ? nr : 0;
-	} else if (nr > 0 && (u64)nr > st->runnable_hw) {
-		st->runnable_hw = nr;
-	}
 }
 
 __hidden void gang_uncount_runnable(struct task_ctx *tctx)

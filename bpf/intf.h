@@ -170,34 +170,33 @@ struct linger_rotation {
 };
 
 /*
- * The whole gang table the agent hands to the BPF side. nr_cpus: the CPUs
- * it was packed for, which is how many members a slot's gangs may have
- * runnable together before the slot must leave some gang out. The agent
- * packs by cpusets as well as counts (src/gangs/table.rs).
+ * The whole gang table the agent hands to the BPF side. The agent lays
+ * out the rotation only: one slot per gang, led by that gang, in path
+ * order; it never sizes gangs. Which other gangs share a slot is decided
+ * by the BPF side alone (gang.bpf.c), from live runnable counts and the
+ * CPUs each gang may use:
+ * nr_cpus: the node's CPUs, how many members the admitted gangs may
+ * have runnable together.
+ * cpus_of: per gang number, how many CPUs its cpuset allows (0: any).
+ * conflicts: per gang number, the gangs bound to cores that overlap its
+ * own. Counting CPUs cannot tell whether such gangs fit together, so BPF
+ * never admits a gang beside one it conflicts with.
  */
 struct linger_gang_table {
 	struct linger_rotation tiers[LINGER_NR_TIERS];
 	u32	nr_cpus;
 	u32	pad;
-	/*
-	 * Per gang number, the gangs bound to cores that overlap its own
-	 * (cpusets). Counting CPUs cannot tell whether such gangs fit
-	 * together, so the slots never pair them, and BPF never lends idle
-	 * CPUs to a gang that conflicts with one already admitted.
-	 */
+	u32	cpus_of[LINGER_MAX_GANGS];
 	u64	conflicts[LINGER_MAX_GANGS];
 };
 
 /*
  * What the BPF side counts for each gang (array map gang_stats, one entry
  * per gang number). Written by whichever CPU sees the event; the agent
- * reads it. The agent starts a new high-water period by bumping
- * gang_hw_epoch; runnable_hw restarts at the first change after that.
+ * reads it.
  */
 struct linger_gang_stats {
-	s64	nr_runnable;	/* member threads runnable now */
-	u64	runnable_hw;	/* most runnable at once since hw_epoch began */
-	u64	hw_epoch;	/* gang_hw_epoch when runnable_hw was last reset */
+	s64	nr_runnable;	/* member threads runnable now: the gang's size */
 	u64	slots;		/* slots the gang was given */
 	u64	partial;	/* slots in which fewer members started than were runnable */
 	u64	displaced;	/* members pushed off their CPU by a higher class */

@@ -15,7 +15,7 @@ use nix::time::{clock_gettime, ClockId};
 pub const CAP_SYS_ADMIN: u32 = 21;
 pub const CAP_BPF: u32 = 39;
 
-/// CPUs online now (the gang packing's capacity).
+/// CPUs online now (what gang admission shares out).
 pub fn online_cpus() -> u32 {
     std::fs::read_to_string("/sys/devices/system/cpu/online")
         .ok()

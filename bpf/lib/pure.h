@@ -2,7 +2,7 @@
 /*
  * pure.h - the BPF side's arithmetic that touches no kernel state: the
  * histogram bucket rule, where a gang rotation stands at a clock time,
- * and where admission starts in a cycle.
+ * where admission starts in a cycle, and which gangs admission lets run.
  *
  * It compiles both as BPF (included by the units that use it) and for
  * the host (pure_host.c), so that the agent's unit tests run these very
@@ -100,6 +100,68 @@ static inline u32 admit_first(u64 mask, u64 cycle_no)
 		k--;
 	}
 	return 0;
+}
+
+/*
+ * Members of gang @g runnable now (never negative): on the BPF side the
+ * count in gang_stats (gang.bpf.c), in the host tests what the test set.
+ */
+s64 gang_runnable(u32 g);
+
+/* CPUs gang @g takes when @want of its members run: at most its cpuset's. */
+static inline u32 gang_takes(const struct linger_gang_table *t, u32 g, s64 want)
+{
+	u32 own = t->cpus_of[g & (LINGER_MAX_GANGS - 1)];
+
+	if (want <= 0)
+		return 0;
+	return own && want > own ? own : (u32)want;
+}
+
+/*
+ * Admission (the design is in gang.bpf.c): the gangs of one tier that may
+ * run now. @lead: the slot's gangs, always admitted; @fill: the tier's
+ * other gangs, admitted whole from gang @first upwards (wrapping round)
+ * while their runnable members fit on the CPUs still free, and never
+ * beside a gang bound to cores overlapping their own.
+ */
+static inline u64 admit_gangs(const struct linger_gang_table *t, u64 lead,
+			      u64 fill, u32 first)
+{
+	u64 admitted = lead;
+	u32 room = t->nr_cpus, i, g;
+
+	pure_for(g, 0, LINGER_MAX_GANGS) {
+		u32 takes;
+
+		if (!(lead & gang_bit(g)))
+			continue;
+		takes = gang_takes(t, g, gang_runnable(g));
+		room = takes >= room ? 0 : room - takes;
+	}
+	pure_for(i, 0, LINGER_MAX_GANGS) {
+		s64 want;
+		u32 takes;
+
+		if (!room)
+			break;
+		g = (first + i) & (LINGER_MAX_GANGS - 1);
+		if (!(fill & gang_bit(g)))
+			continue;
+		want = gang_runnable(g);
+		/* Nothing runnable: it is admitted when a member wakes. */
+		if (want <= 0)
+			continue;
+		takes = gang_takes(t, g, want);
+		/* Too big for its own CPUs: it runs only in its own slot. */
+		if (want > takes || takes > room)
+			continue;
+		if (t->conflicts[g] & admitted)
+			continue;
+		admitted |= gang_bit(g);
+		room -= takes;
+	}
+	return admitted;
 }
 
 #endif /* __SCX_LINGER_PURE_H */

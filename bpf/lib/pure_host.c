@@ -21,3 +21,22 @@ u32 linger_pure_admit_first(u64 mask, u64 cycle_no)
 {
 	return admit_first(mask, cycle_no);
 }
+
+/* The runnable counts admit_gangs() sees in the host tests (per thread:
+ * the Rust tests run in parallel). */
+static _Thread_local s64 test_runnable[LINGER_MAX_GANGS];
+
+s64 gang_runnable(u32 g)
+{
+	return test_runnable[g & (LINGER_MAX_GANGS - 1)];
+}
+
+u64 linger_pure_admit_gangs(const struct linger_gang_table *t, const s64 *runnable,
+			    u64 lead, u64 fill, u32 first)
+{
+	u32 g;
+
+	for (g = 0; g < LINGER_MAX_GANGS; g++)
+		test_runnable[g] = runnable[g];
+	return admit_gangs(t, lead, fill, first);
+}

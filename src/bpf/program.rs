@@ -360,23 +360,6 @@ impl<'obj> Scheduler<'obj> {
         let _ = self.skel.maps.job_accts.delete(&id.to_ne_bytes());
     }
 
-    /// The current high-water period (see struct linger_gang_stats).
-    pub fn gang_hw_epoch(&self) -> u64 {
-        self.skel
-            .maps
-            .bss_data
-            .as_ref()
-            // SAFETY: a plain read of a u64 in the shared .bss.
-            .map(|b| unsafe { std::ptr::read_volatile(std::ptr::addr_of!(b.gang_hw_epoch)) })
-            .unwrap_or(0)
-    }
-
-    /// Start a new runnable high-water period.
-    pub fn next_gang_hw_epoch(&mut self) -> Result<()> {
-        bss_update!(self.skel, gang_hw_epoch, |e| e.wrapping_add(1));
-        Ok(())
-    }
-
     /// The event counters, one array per CPU.
     pub fn counters_per_cpu(&self) -> Result<Vec<[u64; NR_STATS]>> {
         let key = 0u32.to_ne_bytes();

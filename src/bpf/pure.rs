@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The BPF side's pure arithmetic (bpf/lib/pure.h), compiled for the host
 //! by build.rs, for unit tests: the histogram bucket rule, a rotation's
-//! position at a clock time, and admission's starting gang are tested as
-//! the BPF program computes them, not as a Rust copy would.
+//! position at a clock time, admission's starting gang and admission
+//! itself are tested as the BPF program computes them, not as a Rust copy
+//! would.
 
-use super::intf::linger_rotation;
+use super::intf::{linger_consts_LINGER_MAX_GANGS, linger_gang_table, linger_rotation};
 
 extern "C" {
     fn linger_pure_hist_bucket(ns: u64) -> u32;
@@ -15,6 +16,13 @@ extern "C" {
         open: *mut bool,
     ) -> u64;
     fn linger_pure_admit_first(mask: u64, cycle_no: u64) -> u32;
+    fn linger_pure_admit_gangs(
+        t: *const linger_gang_table,
+        runnable: *const i64,
+        lead: u64,
+        fill: u64,
+        first: u32,
+    ) -> u64;
 }
 
 /// hist_bucket(): the histogram bucket a value of `ns` is counted in.
@@ -39,4 +47,18 @@ pub fn rotation_at(r: &linger_rotation, tai: u64) -> Option<(u64, bool, u64)> {
 pub fn admit_first(mask: u64, cycle_no: u64) -> u32 {
     // SAFETY: a pure function of its arguments.
     unsafe { linger_pure_admit_first(mask, cycle_no) }
+}
+
+/// admit_gangs(): the gangs of a tier that may run, with `runnable[g]`
+/// members of gang g runnable, `lead` the slot's, `fill` the others,
+/// filling from gang `first`.
+pub fn admit_gangs(
+    t: &linger_gang_table,
+    runnable: &[i64; linger_consts_LINGER_MAX_GANGS as usize],
+    lead: u64,
+    fill: u64,
+    first: u32,
+) -> u64 {
+    // SAFETY: reads the table and the 64 counts we lend it.
+    unsafe { linger_pure_admit_gangs(t, runnable.as_ptr(), lead, fill, first) }
 }

@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! Keeping the BPF side in step with the gangs on the node: number the
 //! gang labels, turn every cgroup's resolved class into its label map
-//! entry (with its gang's number), size each gang from what BPF counted,
-//! pack them into a slot table (table.rs) and hand it over; tell the
-//! operator about gangs that cannot be co-scheduled.
+//! entry (with its gang's number), lay the gangs and their cpusets out
+//! into a slot table (table.rs) and hand it over; tell the operator
+//! about gangs that cannot be co-scheduled. Sizing and admission are the
+//! BPF side's alone (bpf/gang.bpf.c): this only reads its counts.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Result;
 use log::{debug, info, warn};
 
-use super::table::{self, GangLabel, GangLoad, GangRef, Numbers, Sizes, Table};
+use super::table::{self, GangLabel, GangPlace, GangRef, Numbers, Table};
 use crate::bpf::program::{LabelEntry, Scheduler};
 use crate::labels::cgroups::Resolved;
 use crate::labels::class::Class;
@@ -22,10 +23,11 @@ pub struct Rotation {
     /// Where cgroup2 is mounted: gangs' cpusets are read from there.
     mount: PathBuf,
     numbers: Numbers,
-    sizes: Sizes,
     gangs: Vec<GangLabel>,
-    /// Gang number -> the size the current table was packed for.
-    packed: HashMap<usize, u32>,
+    /// Gangs seen with more members runnable than their CPUs at the last
+    /// look: reported if they still are at the next (a job's spawning
+    /// thread makes a gang look one too big for a moment).
+    seen_big: HashSet<u64>,
     default_slot: Duration,
     open_pct: u32,
     nr_cpus: u32,
@@ -41,9 +43,8 @@ impl Rotation {
         Rotation {
             mount: mount.to_path_buf(),
             numbers: Numbers::default(),
-            sizes: Sizes::default(),
             gangs: Vec::new(),
-            packed: HashMap::new(),
+            seen_big: HashSet::new(),
             default_slot,
             open_pct,
             nr_cpus: node::online_cpus(),
@@ -108,76 +109,42 @@ impl Rotation {
         !self.gangs.is_empty()
     }
 
-    /// More members of a gang are runnable now than its slot was packed
-    /// for (a job that just started, woke after an idle spell, or grew):
-    /// worth repacking at once rather than at the next periodic rescan,
-    /// since a gang sharing a slot it does not fit in is time-shared.
-    pub fn needs_repack(&self, sched: &Scheduler) -> bool {
-        self.gangs.iter().any(|g| {
-            self.numbers.get(g.id).is_some_and(|n| {
-                let packed = self.packed.get(&n).copied().unwrap_or(0);
-                sched
-                    .gang_stat(n)
-                    .is_ok_and(|st| st.nr_runnable > i64::from(packed))
-            })
-        })
-    }
-
-    /// Size the gangs from BPF's counts, repack, and hand BPF the table if
-    /// it changed.
+    /// Lay the gangs out with their cpusets (read again: a job manager
+    /// may change them), hand BPF the table if it changed, and report
+    /// gangs too big for the CPUs they may use.
     pub fn update(&mut self, sched: &mut Scheduler) -> Result<()> {
-        let epoch = sched.gang_hw_epoch();
-        let mut loads = Vec::with_capacity(self.gangs.len());
+        let mut places = Vec::with_capacity(self.gangs.len());
+        let mut big_now = HashSet::new();
         for g in &self.gangs {
-            let Some(n) = self.numbers.get(g.id) else {
+            let Some(number) = self.numbers.get(g.id) else {
                 continue;
             };
-            let st = sched.gang_stat(n)?;
-            let now = st.nr_runnable.max(0) as u64;
-            // No change since the period began: the count stood still.
-            let hw = if st.hw_epoch == epoch {
-                st.runnable_hw.max(now)
-            } else {
-                now
-            };
-            self.sizes.record(n, hw.min(u32::MAX as u64) as u32);
-            debug!(
-                "gang /{}: {} runnable now, {hw} at most since the last packing, sized {}",
-                g.rel,
-                st.nr_runnable,
-                self.sizes.size(n)
-            );
-            loads.push(GangLoad {
-                number: n,
+            let place = GangPlace {
+                number,
                 rel: g.rel.clone(),
                 tier: g.class.tier(),
                 slot: g
                     .slot_ms
                     .map_or(self.default_slot, |ms| Duration::from_millis(ms.into())),
-                size: self.sizes.size(n),
                 cpus: bound_cpus(&self.mount, &g.rel, self.nr_cpus),
-            });
-        }
-        let numbers = &self.numbers;
-        let gangs = &self.gangs;
-        self.sizes
-            .retain(|n| gangs.iter().any(|g| numbers.get(g.id) == Some(n)));
-        sched.next_gang_hw_epoch()?;
-
-        for big in table::too_big(&loads, self.nr_cpus) {
-            let id = self.gangs.iter().find(|g| g.rel == big.rel).map(|g| g.id);
-            if id.is_some_and(|id| self.warned_big.insert(id)) {
-                warn!(
-                    "gang /{}: {} threads runnable at once but {} CPUs{}: it cannot be co-scheduled; it keeps a slot of its own, in which its threads take turns",
-                    big.rel,
-                    big.size,
-                    big.room(self.nr_cpus),
-                    if big.cpus.is_some() { " in its cpuset" } else { "" }
-                );
+            };
+            let runnable = sched.gang_stat(number)?.nr_runnable.max(0) as u64;
+            let room = place.room(self.nr_cpus);
+            debug!("gang /{}: {runnable} runnable, {room} CPUs", g.rel);
+            if runnable > u64::from(room) {
+                big_now.insert(g.id);
+                if self.seen_big.contains(&g.id) && self.warned_big.insert(g.id) {
+                    warn!(
+                        "gang /{}: {runnable} threads runnable at once but {room} CPUs{}: it cannot be co-scheduled; it keeps a slot of its own, in which its threads take turns",
+                        g.rel,
+                        if place.cpus.is_some() { " in its cpuset" } else { "" }
+                    );
+                }
             }
+            places.push(place);
         }
-        let table = table::pack(&loads, self.nr_cpus, self.open_pct);
-        self.packed = loads.iter().map(|l| (l.number, l.size)).collect();
+        self.seen_big = big_now;
+        let table = table::lay_out(&places, self.nr_cpus, self.open_pct);
         if table != self.table {
             sched.set_gang_table(&table.to_bpf())?;
             info!("gang table: {}", table.describe());
@@ -191,12 +158,11 @@ impl Rotation {
         &self.table
     }
 
-    /// Every numbered gang: its label, number and current size.
-    pub fn numbered(&self) -> impl Iterator<Item = (&GangLabel, usize, u32)> + '_ {
-        self.gangs.iter().filter_map(|g| {
-            let n = self.numbers.get(g.id)?;
-            Some((g, n, self.sizes.size(n)))
-        })
+    /// Every numbered gang: its label and number.
+    pub fn numbered(&self) -> impl Iterator<Item = (&GangLabel, usize)> + '_ {
+        self.gangs
+            .iter()
+            .filter_map(|g| Some((g, self.numbers.get(g.id)?)))
     }
 }
 

@@ -7,7 +7,7 @@
 //! Owns: the run command's options, the order of start-up (nothing is
 //! loaded before every input has been checked), the run loop's timing and
 //! the restart decision. Everything else is asked of the folders below it:
-//! labels/ says what each cgroup is, gangs/ packs the slot table,
+//! labels/ says what each cgroup is, gangs/ lays out the slot table,
 //! observe/ turns readings into figures, bpf/ is the kernel side. Nothing
 //! below imports from here.
 mod args;

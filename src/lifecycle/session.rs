@@ -53,15 +53,16 @@ const SAMPLE_UNWATCHED: Duration = Duration::from_secs(10);
 const WATCHED_FOR: Duration = Duration::from_secs(60);
 /// How often the loop looks at the kernel at the least (an ejection is
 /// noticed within this; every task runs on the kernel's scheduler
-/// meanwhile), and how often while gangs exist.
+/// meanwhile).
 const EJECT_WATCH: Duration = Duration::from_secs(1);
-const GANG_WATCH: Duration = Duration::from_millis(50);
 /// Cgroup events are gathered this long before they are applied: a job
 /// manager makes a job's cgroups (job, step, task) in one burst.
 const SETTLE: Duration = Duration::from_millis(10);
 /// The full rescan's interval when changes cannot be watched (watch.rs).
 const BLIND_RESCAN: Duration = Duration::from_secs(1);
-/// How often gangs are resized and repacked from BPF's counts.
+/// How often, while gangs exist, their cpusets are read again (a job
+/// manager may move a job's cores) and too-big gangs looked for. Sizing
+/// and admission are BPF's, at every change: nothing here waits on this.
 const REPACK_EVERY: Duration = Duration::from_secs(1);
 
 /// Hand BPF the labels of every cgroup in `tree`; keep them in `labelled`
@@ -149,25 +150,17 @@ pub fn run(
     let mut next_rescan = Instant::now() + rescan_every(*blind);
     let mut dirty: Vec<Dirty> = Vec::new();
     let mut next_apply: Option<Instant> = None;
-    // Gang sizes come from BPF's counts, which follow a label change at
-    // the members' next scheduling events: repack soon after one.
-    let mut next_repack = Some(Instant::now() + Duration::from_millis(200));
+    let mut next_repack = Some(Instant::now());
     let mut next_stats = Instant::now() + stats_every;
     let mut next_sample = Instant::now();
     let mut last = Counters::default();
     let mut requested = false;
     while !sched.exited() {
-        // Wake at least every second to notice the kernel ejecting us, and
-        // every 50 ms while there are gangs: a gang that starts or grows
-        // runs time-shared (or is left out of its crowded slot) until it
-        // is repacked, and reading its counts costs a few map lookups.
-        let poll = if rotation.has_gangs() {
-            GANG_WATCH
-        } else {
-            EJECT_WATCH
-        };
-        let mut wake = next_rescan.min(next_sample).min(Instant::now() + poll);
-        if let Some(at) = next_apply {
+        // Wake at least every second to notice the kernel ejecting us.
+        let mut wake = next_rescan
+            .min(next_sample)
+            .min(Instant::now() + EJECT_WATCH);
+        for at in [next_apply, next_repack].into_iter().flatten() {
             wake = wake.min(at);
         }
         if args.stats > 0 {
@@ -212,18 +205,19 @@ pub fn run(
             }
             debug!("cgroup tree read again in {:?}", started.elapsed());
             if publish_labels(&mut sched, &mut rotation, &mut labelled, &tree, cfg) {
+                // A new gang's slot at once: the table needs no counts.
+                next_repack = Some(now);
                 let soon = now + Duration::from_millis(200);
-                next_repack = Some(next_repack.map_or(soon, |at| at.min(soon)));
                 // The reading is also what forgets the accounting of
                 // removed jobs: take it soon after the tree changed.
                 next_sample = next_sample.min(soon);
             }
         }
-        if next_repack.is_some_and(|at| now >= at) || rotation.needs_repack(&sched) {
+        if next_repack.is_some_and(|at| now >= at) {
             if let Err(e) = rotation.update(&mut sched) {
                 warn!("gang table update failed, keeping the previous one: {e:#}");
             }
-            // Without gangs there is nothing to resize until a label
+            // Without gangs there is nothing to look at until a label
             // changes (which sets it again above).
             next_repack = rotation.has_gangs().then(|| now + REPACK_EVERY);
         }

@@ -16,14 +16,14 @@ use crate::labels::class::Class;
 /// Each gang's figures, from its BPF counters and histograms.
 pub fn gang_stats(rotation: &Rotation, sched: &Scheduler) -> Vec<GangStats> {
     let mut out = Vec::new();
-    for (g, n, size) in rotation.numbered() {
+    for (g, n) in rotation.numbered() {
         let Ok(st) = sched.gang_stat(n) else {
             continue;
         };
         out.push(GangStats {
             path: format!("/{}", g.rel),
             class: g.class.to_string(),
-            size,
+            size: st.nr_runnable.max(0) as u32,
             slots: st.slots,
             partial_starts: st.partial,
             displaced: st.displaced,

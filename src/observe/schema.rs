@@ -107,7 +107,7 @@ pub struct JobStats {
 pub struct GangStats {
     pub path: String,
     pub class: String,
-    /// Runnable members it was sized for.
+    /// Members runnable now: its size, as admission counts it.
     pub size: u32,
     pub slots: u64,
     pub partial_starts: u64,
