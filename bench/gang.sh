@@ -8,6 +8,15 @@
 # wall time is k x the job's time alone; the ideal CPU time is k x its CPU
 # time alone. Prints one raw line per run.
 #
+# With LAYOUTS set, jobs are bound to cpusets instead (Slurm's
+# ConstrainCores): LAYOUTS="NAME*IDEAL:CPUS/THREADS,CPUS/THREADS ..."
+# runs, per layout, one job per CPUS/THREADS (bound to CPUS, THREADS
+# threads) at once. The baselines, under EEVDF: one 2-thread job bound
+# to CPUs 0-1 alone ("alone"), and two at once bound to CPUs 0-1 and 2-3
+# ("full": every vCPU busy, nothing to schedule, which is how fast the
+# emulator runs a job when it must run 4 vCPUs on the host's cores);
+# IDEAL is the best schedule's makespan in units of one job's time.
+#
 # usage: gang.sh AGENT BIN_DIR REPEATS ROUNDS ITERS KS
 set -u
 AGENT=$1 BIN=$2 REPEATS=${3:-3} ROUNDS=${4:-8000} ITERS=${5:-12000} KS=${6:-"2 3"}
@@ -62,6 +71,62 @@ run_k() {
 		END { printf "case=%s k=%d rep=%d wall_ms=%d cpu_ms=%d\n", c, k, r, wall, cpu }' $out
 	rm -f $out
 }
+
+# run_layout CASE NAME IDEAL SPEC GANG REP: the jobs of SPEC, each in its
+# own cgroup bound to its CPUs; with GANG, each labelled a gang.
+run_layout() {
+	case=$1 lname=$2 ideal=$3 spec=$4 gang=$5 rep=$6 out=/tmp/gang-out.$$
+	: > $out
+	pids= i=0
+	echo +cpuset > $CG/cgroup.subtree_control
+	mkdir -p $CG/bench-gang
+	echo +cpuset > $CG/bench-gang/cgroup.subtree_control
+	for job in $(echo "$spec" | tr , ' '); do
+		i=$((i + 1))
+		mkdir -p $CG/bench-gang/j$i
+		echo "${job%/*}" > $CG/bench-gang/j$i/cpuset.cpus || exit 1
+		[ "$gang" = yes ] && "$AGENT" tag bench-gang/j$i gang >/dev/null
+	done
+	t0=$(date +%s%N)
+	i=0
+	for job in $(echo "$spec" | tr , ' '); do
+		i=$((i + 1))
+		sh -c "echo \$\$ > $CG/bench-gang/j$i/cgroup.procs; exec $BIN/barrier --threads ${job#*/} --rounds $ROUNDS --iters $ITERS" >> $out &
+		pids="$pids $!"
+	done
+	wait $pids
+	t1=$(date +%s%N)
+	awk -v c="$case" -v n="$lname" -v ideal="$ideal" -v r="$rep" -v wall=$(( (t1 - t0) / 1000000 )) '
+		{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+		  cpu += v["cpu_ms"] }
+		END { printf "case=%s layout=%s ideal=%s rep=%d wall_ms=%d cpu_ms=%d\n", c, n, ideal, r, wall, cpu }' $out
+	rm -f $out
+	for d in $CG/bench-gang/j*; do rmdir "$d" 2>/dev/null; done
+}
+
+if [ -n "${LAYOUTS:-}" ]; then
+	set -f	# the layouts' "*" is no glob
+	for rep in $(seq "$REPEATS"); do
+		run_layout alone alone 1 0-1/2 no "$rep"
+		run_layout alone full 1 0-1/2,2-3/2 no "$rep"
+		for l in $LAYOUTS; do
+			# Not "name": lib.sh's start_sched sets that.
+			head=${l%%:*} spec=${l#*:}
+			layout=${head%\**} ideal=${head#*\*}
+			run_layout eevdf "$layout" "$ideal" "$spec" no "$rep"
+			start_sched bpfland
+			run_layout bpfland "$layout" "$ideal" "$spec" no "$rep"
+			stop_sched
+			start_agent /tmp/gang-agent.$$
+			run_layout linger "$layout" "$ideal" "$spec" yes "$rep"
+			stop_agent
+			sed -n 's/^\[INFO\] gang \//gang_stats layout='"$layout"' rep='"$rep"' gang=\//p' /tmp/gang-agent.$$
+		done
+	done
+	rmdir $CG/bench-gang 2>/dev/null
+	echo "# done"
+	exit 0
+fi
 
 for rep in $(seq "$REPEATS"); do
 	run_k alone 1 no "$rep"

@@ -76,19 +76,24 @@ pub fn report(raw: &str, header: &str) -> String {
             ));
         }
     }
+    out + &gang_stats_block(raw)
+}
+
+/// The per-gang lines the agent printed at exit (gang.sh's gang_stats).
+fn gang_stats_block(raw: &str) -> String {
     let stats: Vec<&str> = raw
         .lines()
         .filter(|l| l.starts_with("gang_stats ") && l.contains("gang=/"))
         .collect();
-    if !stats.is_empty() {
-        out.push_str("\nPer gang, as scx_linger's BPF side counted (skew and boundary-to-first-member latency are log2-histogram bucket edges):\n\n```\n");
-        for l in stats {
-            out.push_str(l.trim_start_matches("gang_stats "));
-            out.push('\n');
-        }
-        out.push_str("```\n");
+    if stats.is_empty() {
+        return String::new();
     }
-    out
+    let mut out = "\nPer gang, as scx_linger's BPF side counted (skew and boundary-to-first-member latency are log2-histogram bucket edges):\n\n```\n".to_string();
+    for l in stats {
+        out.push_str(l.trim_start_matches("gang_stats "));
+        out.push('\n');
+    }
+    out + "```\n"
 }
 
 /// Wall time against the ideal, per k and policy (median of repeats).
@@ -151,6 +156,98 @@ pub fn run(cpus: u32, repeats: u32, env: &[(String, String)]) -> Result<()> {
     )
 }
 
+/// Cpuset layouts on 4 vCPUs (bench/gang.sh's LAYOUTS): name*ideal, then
+/// each job as CPUS/THREADS. The issue's case: two 2-thread jobs bound to
+/// CPUs 0-1 and one to 2-3, ideally 2 job-times (a and b alternate, c
+/// throughout). A Slurm-like mix: two jobs on overlapping cores 0-1 and
+/// 1-2 (they must alternate), one on core 3, one unbound thread (which
+/// fits beside either), also 2 job-times.
+const LAYOUTS: &str = "issue*2:0-1/2,0-1/2,2-3/2 slurm*2:0-1/2,1-2/2,3/1,0-3/1";
+const CPUSET_CPUS: u32 = 4;
+const CPUSET_ROUNDS: u32 = 40000;
+
+/// (case, layout) -> (ideal, makespans in ms).
+fn parse_layouts(raw: &str) -> BTreeMap<(String, String), (f64, Vec<f64>)> {
+    let mut runs: BTreeMap<(String, String), (f64, Vec<f64>)> = BTreeMap::new();
+    for line in raw.lines().filter(|l| l.starts_with("case=")) {
+        let (Some(case), Some(layout)) = (word(line, "case"), word(line, "layout")) else {
+            continue;
+        };
+        let (Some(ideal), Some(wall)) = (field(line, "ideal"), field(line, "wall_ms")) else {
+            continue;
+        };
+        let e = runs
+            .entry((case.to_string(), layout.to_string()))
+            .or_insert((ideal, Vec::new()));
+        e.1.push(wall);
+    }
+    runs
+}
+
+pub fn report_layouts(raw: &str, header: &str) -> String {
+    let runs = parse_layouts(raw);
+    let mut out = format!("{header}\n\n");
+    let base = |l: &str| {
+        runs.get(&("alone".to_string(), l.to_string()))
+            .map(|(_, w)| median(&mut w.clone()))
+    };
+    let (Some(alone), Some(full)) = (base("alone"), base("full")) else {
+        out.push_str("(no baseline run: the bench failed)\n");
+        return out;
+    };
+    out.push_str(&format!(
+        "One 2-thread job bound to CPUs 0-1: {alone:.0} ms alone; {full:.0} ms beside a second one bound to CPUs 2-3 (every vCPU busy, nothing to schedule: how fast the emulator runs a job on a full node) (medians). The ideal schedule's makespan is given in both units: against the job alone it is what real hardware would show; against the full node it takes out the emulator running more busy vCPUs than the host has cores.\n\n\
+         | layout | policy | makespan vs ideal, in full-node job times, median (min..max) | in job-alone times |\n|---|---|---|---|\n"
+    ));
+    let mut layouts: Vec<&String> = runs
+        .keys()
+        .filter(|(case, _)| case != "alone")
+        .map(|(_, l)| l)
+        .collect();
+    layouts.sort();
+    layouts.dedup();
+    for layout in layouts {
+        for (case, _, what) in POLICIES {
+            let Some((ideal, walls)) = runs.get(&(case.to_string(), layout.clone())) else {
+                continue;
+            };
+            out.push_str(&format!(
+                "| {layout} | {what} | {} | {} |\n",
+                spread(walls.iter().map(|w| w / (ideal * full)).collect()),
+                spread(walls.iter().map(|w| w / (ideal * alone)).collect())
+            ));
+        }
+    }
+    out + &gang_stats_block(raw)
+}
+
+/// `bench --gang --cpusets`: the layouts above, on parallel TCG.
+pub fn run_cpusets(repeats: u32, env: &[(String, String)]) -> Result<()> {
+    let started = std::time::Instant::now();
+    let mut env = env.to_vec();
+    env.push(("LAYOUTS".into(), LAYOUTS.into()));
+    // Jobs of about 2 s alone: long against a cycle of 3-4 slots of
+    // 100 ms, so that where a job starts in the cycle weighs little.
+    let raw = run_script(
+        "gang.sh",
+        CPUSET_CPUS,
+        false,
+        &env,
+        &[repeats.to_string(), CPUSET_ROUNDS.to_string()],
+    )?;
+    let header = format!(
+        "## Cpuset-bound gangs: makespan against the ideal schedule, {CPUSET_CPUS} vCPUs, multi-threaded TCG\n\n{} ; QEMU TCG with vCPUs in parallel on host threads ({CPUSET_CPUS} vCPUs on the host's cores: host timing noise included); {repeats} repeats; run took {:.1} min. Each job is bound to its cpuset (cgroup cpuset.cpus) and has one spinning-barrier thread per CPU of it (bench/src/bin/barrier.rs). Layouts: `{LAYOUTS}` (name*ideal, then CPUS/THREADS per job; the ideal is in units of one job's time alone).",
+        script_header(&raw),
+        started.elapsed().as_secs_f64() / 60.0
+    );
+    let table = report_layouts(&raw, &header);
+    save_report(
+        &format!("gang-cpusets-{CPUSET_CPUS}cpu-parallel"),
+        &table,
+        &raw,
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,5 +274,31 @@ case=eevdf k=2 rep=2 wall_ms=10000 cpu_ms=20000
         assert!(!md.contains("table:"), "{md}");
         assert_eq!(md.matches("| 2 | EEVDF").count(), 1, "{md}");
         assert!(report("", "h").contains("no baseline"));
+    }
+
+    #[test]
+    fn reports_layouts_against_their_ideal_schedule() {
+        let raw = "\
+case=alone layout=alone ideal=1 rep=1 wall_ms=1000 cpu_ms=2000
+case=alone layout=full ideal=1 rep=1 wall_ms=2000 cpu_ms=2000
+case=eevdf layout=issue ideal=2 rep=1 wall_ms=7000 cpu_ms=1
+case=linger layout=issue ideal=2 rep=1 wall_ms=2400 cpu_ms=1
+case=linger layout=issue ideal=2 rep=2 wall_ms=2200 cpu_ms=1
+gang_stats layout=issue rep=1 gang=/bench-gang/j1: 10 slots
+";
+        let md = report_layouts(raw, "h");
+        assert!(
+            md.contains("| issue | EEVDF (Linux default) | 1.75x (1.75..1.75) | 3.50x"),
+            "{md}"
+        );
+        assert!(
+            md.contains("| issue | scx_linger gangs | 0.57x (0.55..0.60) | 1.15x (1.10..1.20)"),
+            "{md}"
+        );
+        assert!(
+            md.contains("layout=issue rep=1 gang=/bench-gang/j1"),
+            "{md}"
+        );
+        assert!(report_layouts("", "h").contains("no baseline"));
     }
 }

@@ -59,6 +59,10 @@ pub struct BenchArgs {
     /// largest --cpus given (at least 2).
     #[arg(long)]
     pub gang: bool,
+    /// With --gang: jobs bound to cpusets (bench/gang.sh's LAYOUTS) on 4
+    /// vCPUs, makespan against the ideal schedule.
+    #[arg(long, requires = "gang")]
+    pub cpusets: bool,
     /// Measure scheduler overhead instead (bench/overhead.sh): hackbench
     /// under EEVDF, scx_linger, and scx_linger --no-accounting (the cost
     /// of counting for the stats), in icount guests, at least 5 repeats.
@@ -117,6 +121,10 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         bail!("build failed");
     }
     let env = tool_env(&tools);
+    if args.gang && args.cpusets {
+        gang::run_cpusets(args.repeats, &env)?;
+        return Ok(0);
+    }
     if args.gang {
         let cpus = args.cpus.iter().copied().max().unwrap_or(2).max(2);
         gang::run(cpus, args.repeats, &env)?;
