@@ -27,7 +27,7 @@ use clap::{Parser, Subcommand};
 
 use labels::config::Config;
 use labels::{cgroups, tag};
-use lifecycle::{Exit, RunArgs};
+use lifecycle::RunArgs;
 use node::Caps;
 use observe::{log, server, top};
 
@@ -45,6 +45,7 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Load the scheduler and run it until SIGINT/SIGTERM (needs root).
+    #[command(after_help = lifecycle::EXIT_HELP)]
     Run(RunArgs),
     /// Label a cgroup (path relative to the cgroup2 mount, or absolute).
     Tag {
@@ -97,10 +98,7 @@ fn main() -> ExitCode {
     let verbose = matches!(&cli.command, Command::Run(a) if a.verbose);
     log::init(verbose);
     let result = match cli.command {
-        Command::Run(args) => lifecycle::run(&args).map(|exit| match exit {
-            Exit::Requested => ExitCode::SUCCESS,
-            Exit::Kernel => ExitCode::from(2),
-        }),
+        Command::Run(args) => lifecycle::run(&args).map(|exit| ExitCode::from(exit.code())),
         Command::Tag {
             cgroup,
             class,

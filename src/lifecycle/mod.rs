@@ -32,19 +32,44 @@ use crate::observe::{metrics, server};
 use restart::Ending;
 use session::Event;
 
-/// How the agent ended.
+/// How the agent ended, and its exit status (the one home of the codes;
+/// README "Exit codes" lists them, with 1 for an error the agent
+/// reported, such as bad input or a failed load, and 2 for a usage
+/// error, clap's own).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
     /// Asked to stop (SIGINT/SIGTERM).
     Requested,
-    /// The scheduler was stopped by someone else, or failed too often.
-    Kernel,
+    /// Someone else stopped the scheduler (sysrq-S, an unregister, the
+    /// kernel ending it without an error): an operator's decision, which
+    /// a service manager should not override by restarting.
+    Stopped,
+    /// The scheduler failed too often in a row (--max-restarts).
+    GaveUp,
+}
+
+/// `run --help`'s list of exit statuses; a unit test holds it to
+/// Exit::code().
+pub const EXIT_HELP: &str = "Exit status: 0 stopped on request (SIGINT/SIGTERM); 1 an error it reported (bad input, a failed load); 2 a usage error; 3 stopped by someone else (sysrq-S, an unregister): do not restart; 4 gave up after failing more than --max-restarts times in a row. Every task runs on the kernel's default scheduler after any of them.";
+
+impl Exit {
+    pub const STOPPED_CODE: u8 = 3;
+    pub const GAVE_UP_CODE: u8 = 4;
+
+    pub fn code(self) -> u8 {
+        match self {
+            Exit::Requested => 0,
+            Exit::Stopped => Self::STOPPED_CODE,
+            Exit::GaveUp => Self::GAVE_UP_CODE,
+        }
+    }
 }
 
 pub fn run(args: &RunArgs) -> Result<Exit> {
     preflight::check(Path::new("/"), Caps::current())?;
     // Everything that can be wrong with the input is checked before the
     // scheduler is loaded: a bad config changes nothing.
-    let cfg = Config::load(args.config.as_deref())?;
+    let mut cfg = Config::load(args.config.as_deref())?;
     let mount = cgroups::cgroup2_mount()?;
 
     let (tx, events) = mpsc::channel();
@@ -52,6 +77,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGUSR1,
+        signal_hook::consts::SIGHUP,
     ])
     .context("installing signal handlers")?;
     // Cgroups made, removed or relabelled arrive as events; without them
@@ -65,10 +91,10 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     }
     std::thread::spawn(move || {
         for sig in signals.forever() {
-            let ev = if sig == signal_hook::consts::SIGUSR1 {
-                Event::Rescan
-            } else {
-                Event::Stop
+            let ev = match sig {
+                signal_hook::consts::SIGUSR1 => Event::Rescan,
+                signal_hook::consts::SIGHUP => Event::Reload,
+                _ => Event::Stop,
             };
             if tx.send(ev).is_err() {
                 break;
@@ -115,13 +141,15 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     let mut policy = restart::Policy::new(args.max_restarts);
     loop {
         let started = Instant::now();
-        let ended = session::run(args, &cfg, &mount, &tunables, &events, &latest, &mut blind)?;
+        let ended = session::run(
+            args, &mut cfg, &mount, &tunables, &events, &latest, &mut blind,
+        )?;
         match policy.after(ended.ending, started.elapsed()) {
             restart::Decision::Stop => {
                 return Ok(if ended.ending == Ending::Requested {
                     Exit::Requested
                 } else {
-                    Exit::Kernel
+                    Exit::Stopped
                 });
             }
             restart::Decision::GiveUp => {
@@ -130,7 +158,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
                     policy.failures(),
                     ended.why
                 );
-                return Ok(Exit::Kernel);
+                return Ok(Exit::GaveUp);
             }
             restart::Decision::Restart(wait) => {
                 warn!(
@@ -140,9 +168,10 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
                     policy.failures(),
                     policy.max_failures
                 );
-                if stop_requested_within(&events, wait, &mut blind) {
+                if stop_requested_within(&events, wait, &mut blind, &mut cfg, args) {
                     return Ok(Exit::Requested);
                 }
+                latest.note_restart();
             }
         }
     }
@@ -150,16 +179,22 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
 
 /// Wait out a restart's delay; true if asked to stop meanwhile. Other
 /// events need no answer now (the next run reads the whole tree), but a
-/// watch gone blind stays so.
+/// watch gone blind stays so, and a reload is done now (the next run
+/// uses the config it read).
 fn stop_requested_within(
     events: &mpsc::Receiver<Event>,
     wait: std::time::Duration,
     blind: &mut bool,
+    cfg: &mut Config,
+    args: &RunArgs,
 ) -> bool {
     let until = Instant::now() + wait;
     loop {
         match events.recv_timeout(until.saturating_duration_since(Instant::now())) {
             Ok(Event::Stop) => return true,
+            Ok(Event::Reload) => {
+                session::reload_config(cfg, args);
+            }
             Ok(Event::Tree(watch::Change::Blind(why))) if !*blind => {
                 warn!("{why}");
                 *blind = true;
@@ -191,5 +226,23 @@ impl PidFile {
 impl Drop for PidFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_statuses_are_distinct_and_documented() {
+        let all = [Exit::Requested, Exit::Stopped, Exit::GaveUp];
+        let codes: Vec<u8> = all.iter().map(|e| e.code()).collect();
+        assert_eq!(codes, [0, 3, 4], "1 and 2 are an error and a usage error");
+        for (e, what) in
+            all.iter()
+                .zip(["stopped on request", "stopped by someone else", "gave up"])
+        {
+            assert!(EXIT_HELP.contains(&format!("{} {what}", e.code())), "{e:?}");
+        }
     }
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use log::{debug, info, warn};
+use sd_notify::NotifyState;
 
 use super::args::RunArgs;
 use super::restart::Ending;
@@ -40,7 +41,43 @@ pub enum Event {
     Rescan,
     /// A stats client found the reading stale: take one now.
     Sample,
+    /// Read the config again (SIGHUP: `systemctl reload`).
+    Reload,
     Tree(Change),
+}
+
+/// Read the config again from where it came from (`--config`, else the
+/// default path) and make it the one in use; on an error, say so in one
+/// line and keep the one in use. True if it changed. The scheduler stays
+/// loaded either way.
+pub fn reload_config(cfg: &mut Config, args: &RunArgs) -> bool {
+    match Config::load(args.config.as_deref()) {
+        Ok(new) => {
+            match &new.path {
+                Some(p) => info!(
+                    "config {} reloaded ({} rules)",
+                    p.display(),
+                    new.rules.len()
+                ),
+                None => info!("config reloaded: no config file, no rules"),
+            }
+            *cfg = new;
+            true
+        }
+        Err(e) => {
+            warn!("config reload failed, keeping the one in use: {e:#}");
+            false
+        }
+    }
+}
+
+/// Tell systemd (Type=notify) how the agent stands; nothing without
+/// NOTIFY_SOCKET. A failure to tell is only logged: scheduling never
+/// depends on it.
+pub fn notify_service_manager(states: &[NotifyState]) {
+    if let Err(e) = sd_notify::notify(states) {
+        warn!("cannot notify the service manager: {e}");
+    }
 }
 
 /// How often the stats are read while a client (`stats`, `top`,
@@ -113,7 +150,7 @@ fn publish_labels(
 /// outlives the run, as the watch does.
 pub fn run(
     args: &RunArgs,
-    cfg: &Config,
+    cfg: &mut Config,
     mount: &Path,
     tunables: &Tunables,
     events: &Receiver<Event>,
@@ -137,6 +174,8 @@ pub fn run(
     sched.attach()?;
     let mut sampler = Sampler::new();
     println!("scx_linger: scheduler enabled");
+    // Ready: every cgroup is labelled and the scheduler runs.
+    notify_service_manager(&[NotifyState::Ready, NotifyState::Status("scheduler enabled")]);
 
     let rescan_every = |blind: bool| {
         let every = Duration::from_millis(args.rescan_ms);
@@ -155,6 +194,8 @@ pub fn run(
     let mut next_sample = Instant::now();
     let mut last = Counters::default();
     let mut requested = false;
+    // A reload is done once its relabelling is published.
+    let mut reloaded = false;
     while !sched.exited() {
         // Wake at least every second to notice the kernel ejecting us.
         let mut wake = next_rescan
@@ -168,12 +209,23 @@ pub fn run(
         }
         match events.recv_timeout(wake.saturating_duration_since(Instant::now())) {
             Ok(Event::Stop) => {
+                notify_service_manager(&[NotifyState::Stopping]);
                 requested = true;
                 break;
             }
             Ok(Event::Rescan) if *blind => next_rescan = Instant::now(),
             Ok(Event::Rescan) => next_apply = Some(Instant::now()),
             Ok(Event::Sample) => next_sample = Instant::now(),
+            Ok(Event::Reload) => {
+                notify_service_manager(&[NotifyState::Reloading]);
+                if reload_config(cfg, args) {
+                    dirty = vec![Dirty::All];
+                    next_apply = Some(Instant::now());
+                    reloaded = true;
+                } else {
+                    notify_service_manager(&[NotifyState::Ready]);
+                }
+            }
             Ok(Event::Tree(Change::Dirty(d))) => {
                 for d in d {
                     if !dirty.contains(&d) {
@@ -204,7 +256,11 @@ pub fn run(
                 tree.refresh(mount, cfg, &d);
             }
             debug!("cgroup tree read again in {:?}", started.elapsed());
-            if publish_labels(&mut sched, &mut rotation, &mut labelled, &tree, cfg) {
+            let changed = publish_labels(&mut sched, &mut rotation, &mut labelled, &tree, cfg);
+            if std::mem::take(&mut reloaded) {
+                notify_service_manager(&[NotifyState::Ready]);
+            }
+            if changed {
                 // A new gang's slot at once: the table needs no counts.
                 next_repack = Some(now);
                 let soon = now + Duration::from_millis(200);

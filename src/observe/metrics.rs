@@ -8,7 +8,11 @@
 //! rendered from the latest reading here rather than mirrored into a
 //! client library's instruments, which would have to re-derive deltas.
 //! Names follow Prometheus conventions: base units (seconds), `_total`
-//! for counters, `_ratio` for fractions.
+//! for counters, `_ratio` for fractions. A job's or gang's series are
+//! labelled by its cgroup path only (`cgroup`, `gang`), so that
+//! relabelling it (guest to primary) continues the same series; its
+//! class, and the Slurm job id where its path has one, are on an info
+//! metric (`scx_linger_job_info`) to join on.
 
 use std::fmt::Write as _;
 
@@ -16,7 +20,8 @@ use anyhow::{Context, Result};
 use log::warn;
 
 use super::histogram;
-use super::schema::Snapshot;
+use super::sampler;
+use super::schema::{GangStats, JobStats, Snapshot};
 use super::server::Latest;
 
 /// Label values escaped as the text format requires.
@@ -69,8 +74,16 @@ impl Exposition {
     }
 }
 
-/// The whole exposition for one reading.
-pub fn render(s: &Snapshot) -> String {
+/// The Slurm job id in a cgroup path (`.../job_<id>/...`), if any.
+fn slurm_job_id(path: &str) -> Option<&str> {
+    path.split('/')
+        .filter_map(|c| c.strip_prefix("job_"))
+        .find(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The whole exposition for one reading; `restarts`: times the agent
+/// loaded the scheduler again after the kernel ended it.
+pub fn render(s: &Snapshot, restarts: u64) -> String {
     let mut e = Exposition(String::new());
     let n = &s.node;
     e.family(
@@ -95,6 +108,12 @@ pub fn render(s: &Snapshot) -> String {
     );
     let enabled = n.state == "enabled" && n.scheduler.starts_with("scx_linger");
     e.sample("scx_linger_enabled", &[], f64::from(u8::from(enabled)));
+    e.family(
+        "scx_linger_restarts_total",
+        "counter",
+        "Times the agent loaded the scheduler again after the kernel ended it.",
+    );
+    e.sample("scx_linger_restarts_total", &[], restarts as f64);
     e.family("scx_linger_cpus", "gauge", "CPUs online.");
     e.sample("scx_linger_cpus", &[], f64::from(n.cpus));
 
@@ -127,8 +146,14 @@ pub fn render(s: &Snapshot) -> String {
     );
     for c in classes {
         let mut seen = 0u64;
+        let last = c.run_delay_hist.len().saturating_sub(1);
         for (b, n) in c.run_delay_hist.iter().enumerate() {
             seen += n;
+            // The last bucket also holds every delay above it: it has no
+            // finite upper edge, only +Inf.
+            if b == last {
+                continue;
+            }
             let le = format!("{}", histogram::upper_edge(b).as_secs_f64());
             e.sample(
                 "scx_linger_run_delay_seconds_bucket",
@@ -177,9 +202,22 @@ pub fn render(s: &Snapshot) -> String {
     );
 
     let jobs = &s.jobs;
-    let job = |j: &crate::observe::schema::JobStats| {
-        vec![("job", j.path.clone()), ("class", j.class.clone())]
-    };
+    e.each(
+        "scx_linger_job_info",
+        "gauge",
+        "Each job's class, and its Slurm job id where its cgroup path has one (value is always 1).",
+        jobs,
+        |j| {
+            let mut labels = vec![("cgroup", j.path.clone()), ("class", j.class.clone())];
+            if let Some(id) = slurm_job_id(&j.path) {
+                labels.push(("slurm_job_id", id.to_string()));
+            }
+            (labels, 1.0)
+        },
+    );
+    // "cgroup", not "job": Prometheus gives every scraped series its own
+    // `job` label (the scrape job) and would rename ours exported_job.
+    let job = |j: &JobStats| vec![("cgroup", j.path.clone())];
     e.each(
         "scx_linger_job_cpu_seconds_total",
         "counter",
@@ -203,9 +241,19 @@ pub fn render(s: &Snapshot) -> String {
     );
 
     let gangs = &s.gangs;
-    let gang = |g: &crate::observe::schema::GangStats| {
-        vec![("gang", g.path.clone()), ("class", g.class.clone())]
-    };
+    e.each(
+        "scx_linger_gang_info",
+        "gauge",
+        "Each gang's class (value is always 1).",
+        gangs,
+        |g| {
+            (
+                vec![("gang", g.path.clone()), ("class", g.class.clone())],
+                1.0,
+            )
+        },
+    );
+    let gang = |g: &GangStats| vec![("gang", g.path.clone())];
     e.each(
         "scx_linger_gang_slots_total",
         "counter",
@@ -227,12 +275,15 @@ pub fn render(s: &Snapshot) -> String {
         gangs,
         |g| (gang(g), g.backfill_seconds),
     );
+    // No sample for a gang whose skew is unknown yet (fewer than two
+    // members started in any slot): 0 would read as perfect.
+    let measured: Vec<&GangStats> = gangs.iter().filter(|g| g.skew_p99_us.is_some()).collect();
     e.each(
         "scx_linger_gang_skew_p99_seconds",
         "gauge",
-        "99th percentile of the spread between a gang's first and last member starting in a slot.",
-        gangs,
-        |g| (gang(g), g.skew_p99_us.unwrap_or(0.0) / 1e6),
+        "99th percentile of the spread between a gang's first and last member starting in a slot (log2-histogram bucket edge).",
+        &measured,
+        |g| (gang(g), g.skew_p99_us.unwrap_or_default() / 1e6),
     );
     let _ = writeln!(e.0, "# EOF");
     e.0
@@ -250,14 +301,22 @@ pub fn serve(addr: &str, latest: Latest) -> Result<()> {
         .name("metrics".into())
         .spawn(move || {
             for req in server.incoming_requests() {
-                let reading = latest.get();
+                // Whether the scheduler runs now (as the scrape arrives),
+                // not at the last reading: none is taken while the agent
+                // waits out a restart's back-off.
+                let live = sampler::sched_ext_now();
+                let reading = latest.get().map(|mut s| {
+                    (s.node.state, s.node.scheduler) = live;
+                    s
+                });
                 let resp = match (req.url(), reading) {
-                    ("/metrics", Some(s)) => tiny_http::Response::from_string(render(&s))
-                        .with_header(
+                    ("/metrics", Some(s)) => {
+                        tiny_http::Response::from_string(render(&s, latest.restarts())).with_header(
                             "Content-Type: text/plain; version=0.0.4; charset=utf-8"
                                 .parse::<tiny_http::Header>()
                                 .expect("a valid header"),
-                        ),
+                        )
+                    }
                     ("/metrics", None) => {
                         tiny_http::Response::from_string("no reading yet\n").with_status_code(503)
                     }
@@ -276,7 +335,7 @@ pub fn serve(addr: &str, latest: Latest) -> Result<()> {
 mod tests {
     use super::*;
     use crate::labels::class::Class;
-    use crate::observe::schema::{ClassStats, JobStats};
+    use crate::observe::schema::{ClassStats, GangStats, JobStats};
 
     #[test]
     fn renders_counters_histograms_and_escaped_labels() {
@@ -297,20 +356,112 @@ mod tests {
             cpu_seconds: 1.0,
             ..Default::default()
         });
-        let text = render(&s);
+        s.jobs.push(JobStats {
+            path: "/system.slice/slurmstepd.scope/job_42".into(),
+            class: "guest".into(),
+            ..Default::default()
+        });
+        s.gangs.push(GangStats {
+            path: "/mpi".into(),
+            class: "gang".into(),
+            ..Default::default()
+        });
+        let text = render(&s, 3);
         assert!(text.contains("scx_linger_cpu_seconds_total{class=\"guest\"} 2.5"));
         assert!(text.contains("scx_linger_enabled 1"));
-        // Cumulative buckets: 0, 3, 4, then +Inf = count = 4.
+        assert!(text.contains("scx_linger_restarts_total 3"));
+        // Cumulative buckets: 0, 3, then the last (which also holds all
+        // above it) only as +Inf = count = 4.
         assert!(text
-            .contains("scx_linger_run_delay_seconds_bucket{class=\"gang\",le=\"0.000000008\"} 4"));
+            .contains("scx_linger_run_delay_seconds_bucket{class=\"gang\",le=\"0.000000004\"} 3"));
+        assert!(!text.contains("le=\"0.000000008\""), "{text}");
         assert!(text.contains("scx_linger_run_delay_seconds_bucket{class=\"gang\",le=\"+Inf\"} 4"));
         assert!(text.contains("scx_linger_run_delay_seconds_count{class=\"gang\"} 4"));
-        assert!(text.contains("job=\"/odd \\\"job\\\"\\\\x\""));
+        assert!(text.contains("cgroup=\"/odd \\\"job\\\"\\\\x\""));
+        // A job's series carry its path only; its class and Slurm job id
+        // are on the info metric, so a relabel continues the series.
+        assert!(text.contains(
+            "scx_linger_job_cpu_seconds_total{cgroup=\"/system.slice/slurmstepd.scope/job_42\"} 0"
+        ));
+        assert!(text.contains("scx_linger_job_info{cgroup=\"/system.slice/slurmstepd.scope/job_42\",class=\"guest\",slurm_job_id=\"42\"} 1"));
+        assert!(text.contains("scx_linger_gang_info{gang=\"/mpi\",class=\"gang\"} 1"));
+        assert!(text.contains("scx_linger_gang_slots_total{gang=\"/mpi\"} 0"));
+        // An unknown skew is no sample, not 0.
+        assert!(
+            !text.contains("scx_linger_gang_skew_p99_seconds{"),
+            "{text}"
+        );
         // Every family is announced once, before its samples.
         let types: Vec<&str> = text.lines().filter(|l| l.starts_with("# TYPE")).collect();
         let mut unique = types.clone();
         unique.dedup();
         assert_eq!(types.len(), unique.len());
         assert!(text.ends_with("# EOF\n"));
+    }
+
+    /// Every scx_linger metric the shipped dashboard and alert rules
+    /// (deploy/) query is one render() emits: renaming a metric here
+    /// fails until they follow.
+    #[test]
+    fn the_shipped_dashboard_and_alerts_query_only_metrics_we_export() {
+        let mut s = Snapshot::default();
+        s.classes.push(ClassStats {
+            class: "primary".into(),
+            run_delay_hist: vec![1, 2, 3],
+            ..Default::default()
+        });
+        s.machine.guest_harvest_now = Some(0.9);
+        s.events.insert("direct_idle".into(), 1);
+        s.jobs.push(JobStats::default());
+        s.gangs.push(GangStats {
+            skew_p99_us: Some(100.0),
+            ..Default::default()
+        });
+        let text = render(&s, 0);
+        let exported: std::collections::HashSet<&str> = text
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .filter_map(|l| l.split(['{', ' ']).next())
+            .collect();
+        for (file, body) in [
+            (
+                "deploy/grafana/scx_linger-dashboard.json",
+                include_str!("../../deploy/grafana/scx_linger-dashboard.json"),
+            ),
+            (
+                "deploy/prometheus/scx_linger-alerts.yml",
+                include_str!("../../deploy/prometheus/scx_linger-alerts.yml"),
+            ),
+        ] {
+            let mut used = 0;
+            for (i, _) in body.match_indices("scx_linger_") {
+                let name: String = body[i..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                used += 1;
+                assert!(
+                    exported.contains(name.as_str()),
+                    "{file} queries {name}, which is not exported"
+                );
+            }
+            assert!(used >= 3, "{file} queries almost nothing");
+        }
+        serde_json::from_str::<serde_json::Value>(include_str!(
+            "../../deploy/grafana/scx_linger-dashboard.json"
+        ))
+        .expect("the dashboard is JSON");
+    }
+
+    #[test]
+    fn slurm_job_ids_come_from_job_cgroups_only() {
+        assert_eq!(
+            slurm_job_id("/system.slice/slurmstepd.scope/job_42/step_0"),
+            Some("42")
+        );
+        assert_eq!(slurm_job_id("/slurm/uid_1000/job_7"), Some("7"));
+        assert_eq!(slurm_job_id("/user.slice/job_x"), None);
+        assert_eq!(slurm_job_id("/job_"), None);
+        assert_eq!(slurm_job_id("/"), None);
     }
 }

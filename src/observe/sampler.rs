@@ -100,6 +100,14 @@ fn read_trimmed(path: &str) -> String {
         .unwrap_or_default()
 }
 
+/// sched_ext's state now and the scheduler it runs, as sysfs says.
+pub fn sched_ext_now() -> (String, String) {
+    (
+        read_trimmed("/sys/kernel/sched_ext/state"),
+        read_trimmed("/sys/kernel/sched_ext/root/ops"),
+    )
+}
+
 /// The node: kernel, CPUs, which sched_ext scheduler runs, load.
 pub fn node() -> Node {
     let load: Vec<f64> = read_trimmed("/proc/loadavg")
@@ -107,12 +115,13 @@ pub fn node() -> Node {
         .take(3)
         .filter_map(|v| v.parse().ok())
         .collect();
+    let (state, scheduler) = sched_ext_now();
     Node {
         hostname: read_trimmed("/proc/sys/kernel/hostname"),
         kernel: read_trimmed("/proc/sys/kernel/osrelease"),
         cpus: node::online_cpus(),
-        state: read_trimmed("/sys/kernel/sched_ext/state"),
-        scheduler: read_trimmed("/sys/kernel/sched_ext/root/ops"),
+        state,
+        scheduler,
         loadavg: [0, 1, 2].map(|i| load.get(i).copied().unwrap_or(0.0)),
         ..Default::default()
     }

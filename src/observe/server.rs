@@ -17,6 +17,7 @@ use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -42,6 +43,9 @@ pub struct Shared {
     asked: Mutex<Option<Instant>>,
     /// Asks the run loop for a reading now (lifecycle/mod.rs sets it).
     wake: Mutex<Option<Box<dyn Fn() + Send>>>,
+    /// Times the agent loaded the scheduler again after the kernel ended
+    /// it (lifecycle/restart.rs), for the metrics.
+    restarts: AtomicU64,
 }
 
 pub type Latest = Arc<Shared>;
@@ -93,6 +97,15 @@ impl Shared {
             *r = (Some(snap), Some(Instant::now()));
         }
         self.taken.notify_all();
+    }
+
+    /// The agent is loading the scheduler again after the kernel ended it.
+    pub fn note_restart(&self) {
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
     }
 
     /// Whether a client asked for a reading within `within`.

@@ -5,6 +5,8 @@
 //! /proc/stat), never from the scheduler's counters.
 
 use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -631,4 +633,22 @@ pub fn bench_bin(name: &str) -> PathBuf {
         p.display()
     );
     p
+}
+
+/// GET `path` from 127.0.0.1:`port` (HTTP/1.0); the body of a 200 answer.
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    let (head, rest) = body.split_once("\r\n\r\n")?;
+    head.contains(" 200 ").then(|| rest.to_string())
+}
+
+/// CPU use of `h` over `window`, as a fraction of one CPU (schedstat).
+pub fn cpu_share(h: &Hogs, window: Duration) -> f64 {
+    let before = total_runtime(h);
+    std::thread::sleep(window);
+    (total_runtime(h) - before) as f64 / window.as_nanos() as f64
 }

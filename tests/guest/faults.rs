@@ -5,6 +5,8 @@
 //! scx_linger back when it should.
 
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::common::*;
@@ -14,13 +16,6 @@ const CPU1_ONLINE: &str = "/sys/devices/system/cpu/cpu1/online";
 fn set_cpu1_online(on: bool) {
     std::fs::write(CPU1_ONLINE, if on { "1" } else { "0" })
         .unwrap_or_else(|e| panic!("writing {CPU1_ONLINE}: {e}"));
-}
-
-/// CPU use of `h` over `window`, as a fraction of one CPU.
-fn cpu_share(h: &Hogs, window: Duration) -> f64 {
-    let before = total_runtime(h);
-    std::thread::sleep(window);
-    (total_runtime(h) - before) as f64 / window.as_nanos() as f64
 }
 
 #[test]
@@ -67,10 +62,44 @@ fn a_failing_scheduler_is_restarted_with_backoff_then_given_up() {
     require_guest();
     let mut hogs = Hogs::spin(nr_cpus() + 1);
     // The BPF side fails 1.5 s after every start; two restarts are allowed.
-    let agent = Agent::start(&["--debug-fail-after-ms", "1500", "--max-restarts", "2"]);
+    let agent = Agent::start(&[
+        "--debug-fail-after-ms",
+        "1500",
+        "--max-restarts",
+        "2",
+        "--metrics-addr",
+        "127.0.0.1:9465",
+    ]);
+    // Meanwhile, scrape as Prometheus would: during a back-off the
+    // endpoint must say the scheduler is not enabled, and count restarts.
+    let done = Arc::new(AtomicBool::new(false));
+    let scraper = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            while !done.load(Ordering::Relaxed) {
+                if let Some(body) = http_get(9465, "/metrics") {
+                    let line = |name: &str| {
+                        body.lines()
+                            .find(|l| l.starts_with(name))
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    seen.push((
+                        line("scx_linger_enabled "),
+                        line("scx_linger_restarts_total "),
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            seen
+        })
+    };
     let (status, out) = agent
         .wait_exit(Duration::from_secs(120))
         .expect("the agent did not give up within 120 s");
+    done.store(true, Ordering::Relaxed);
+    let scrapes = scraper.join().unwrap();
     figure(&format!(
         "faults: a scheduler failing 1.5 s after each start: {} restarts, then: {}",
         out.matches("restarting in").count(),
@@ -78,7 +107,8 @@ fn a_failing_scheduler_is_restarted_with_backoff_then_given_up() {
             .find(|l| l.contains("giving up"))
             .unwrap_or("(no give-up line)")
     ));
-    assert_eq!(status.code(), Some(2), "{out}");
+    // Exit status 4: gave up (README "Exit codes").
+    assert_eq!(status.code(), Some(4), "{out}");
     assert!(
         out.contains("staged failure"),
         "the kernel's reason was not reported:\n{out}"
@@ -88,6 +118,17 @@ fn a_failing_scheduler_is_restarted_with_backoff_then_given_up() {
     let give_up: Vec<&str> = out.lines().filter(|l| l.contains("giving up")).collect();
     assert_eq!(give_up.len(), 1, "{out}");
     assert!(give_up[0].contains("after 3 failed runs"), "{out}");
+    assert!(
+        scrapes.contains(&(
+            "scx_linger_enabled 0".into(),
+            "scx_linger_restarts_total 1".into()
+        )),
+        "no scrape during the second back-off said disabled with 1 restart: {scrapes:?}"
+    );
+    assert!(
+        scrapes.iter().any(|(e, _)| e == "scx_linger_enabled 1"),
+        "no scrape while it ran said enabled: {scrapes:?}"
+    );
     assert!(give_up[0].contains("default scheduler"), "{out}");
     assert_eq!(state(), "disabled");
     let before = hogs.runtimes();

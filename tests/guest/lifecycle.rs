@@ -104,3 +104,80 @@ fn sigkill_of_the_agent_falls_back_to_the_default_scheduler() {
     let (status, out) = again.stop();
     assert!(status.success(), "{out}");
 }
+
+#[test]
+fn sighup_reloads_the_config_without_unloading_the_scheduler() {
+    require_guest();
+    let cfg = results_dir().join("reload.toml");
+    let rule = |class: &str| format!("[[rule]]\ncgroup = \"t-reload/job\"\nclass = \"{class}\"\n");
+    std::fs::write(&cfg, rule("guest")).unwrap();
+    let job = TestCgroup::new("t-reload/job");
+    let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
+    let _primaries = Hogs::spin(nr_cpus());
+    let hog = job.spin(1);
+    std::thread::sleep(Duration::from_secs(1));
+    // What the kernel ran (schedstat): as a guest beside a primary per
+    // CPU, the job gets only the starvation guard's trickle.
+    let as_guest = cpu_share(&hog, Duration::from_secs(3));
+
+    // `systemctl reload`: the rule now says primary.
+    std::fs::write(&cfg, rule("primary")).unwrap();
+    agent.signal(libc::SIGHUP);
+    assert!(
+        wait_until(Duration::from_secs(10), || agent
+            .output()
+            .contains("reloaded (1 rules)")),
+        "no reload logged: {}",
+        agent.output()
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    let as_primary = cpu_share(&hog, Duration::from_secs(3));
+
+    // A broken config is reported in one line and the one in use kept.
+    std::fs::write(
+        &cfg,
+        "[[rule]]\ncgroup = \"t-reload/job\"\nclass = \"idle\"\n",
+    )
+    .unwrap();
+    agent.signal(libc::SIGHUP);
+    assert!(
+        wait_until(Duration::from_secs(10), || agent
+            .output()
+            .contains("config reload failed")),
+        "no reload failure logged: {}",
+        agent.output()
+    );
+    let after_bad = cpu_share(&hog, Duration::from_secs(3));
+    figure(&format!(
+        "reload: a job a config rule makes guest, then primary by SIGHUP: {:.0}% of a CPU as guest, {:.0}% after the reload, {:.0}% after a broken config was refused",
+        as_guest * 100.0,
+        as_primary * 100.0,
+        after_bad * 100.0
+    ));
+    let p = nr_cpus() as f64;
+    // One of p + 1 equal primaries gets p / (p + 1) of a CPU.
+    let fair = p / (p + 1.0);
+    assert!(as_guest < 0.1, "as a guest it got {as_guest:.2} of a CPU");
+    assert!(
+        as_primary > fair / 2.0,
+        "after the reload it got {as_primary:.2} of a CPU"
+    );
+    assert!(
+        after_bad > fair / 2.0,
+        "after a broken config it got {after_bad:.2}"
+    );
+    assert_eq!(state(), "enabled");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+    assert_eq!(
+        out.matches("scheduler enabled").count(),
+        1,
+        "the scheduler was loaded again: {out}"
+    );
+    let refused: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains("config reload failed"))
+        .collect();
+    assert_eq!(refused.len(), 1, "{out}");
+    assert!(refused[0].contains("unknown class \"idle\""), "{out}");
+}

@@ -4,8 +4,6 @@
 //! endpoint checked by promtool and scraped by a real Prometheus server.
 
 use std::collections::HashMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -233,16 +231,6 @@ fn top_shows_both_classes_live_copes_with_resizes_and_quits_on_q() {
 }
 
 /// GET `path` from 127.0.0.1:`port` (HTTP/1.0, so the server closes).
-fn http_get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut body = String::new();
-    s.read_to_string(&mut body).ok()?;
-    let (head, rest) = body.split_once("\r\n\r\n")?;
-    head.contains(" 200 ").then(|| rest.to_string())
-}
-
 /// Samples of counter-typed families: "name{labels}" -> value.
 fn counters(text: &str) -> HashMap<String, f64> {
     let counter_families: Vec<&str> = text
@@ -327,10 +315,25 @@ fn prometheus_scrapes_the_metrics_endpoint() {
     let dir = std::env::temp_dir().join("scx-linger-prometheus");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
+    // With the alert rules the project ships (deploy/), as a site would.
+    let rules = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/prometheus/scx_linger-alerts.yml"
+    );
+    let check = Command::new("promtool")
+        .args(["check", "rules", rules])
+        .output()
+        .expect("running promtool");
+    assert!(
+        check.status.success(),
+        "promtool check rules rejected {rules}: {}{}",
+        String::from_utf8_lossy(&check.stdout),
+        String::from_utf8_lossy(&check.stderr)
+    );
     let config = dir.join("prometheus.yml");
     std::fs::write(
         &config,
-        "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: scx_linger\n    static_configs:\n      - targets: ['127.0.0.1:9464']\n",
+        format!("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: ['{rules}']\nscrape_configs:\n  - job_name: scx_linger\n    static_configs:\n      - targets: ['127.0.0.1:9464']\n"),
     )
     .unwrap();
     let log = std::fs::File::create(dir.join("prometheus.log")).unwrap();
@@ -365,6 +368,30 @@ fn prometheus_scrapes_the_metrics_endpoint() {
     );
     let targets = http_get(9090, "/api/v1/targets").unwrap_or_default();
     assert!(targets.contains("\"health\":\"up\""), "{targets}");
+    // A job's class is joined from its info metric, as a dashboard would.
+    let join = "/api/v1/query?query=scx_linger_job_cpu_seconds_total%7Bcgroup%3D%22%2Ft-metrics%2Fguest%22%7D%20*%20on(cgroup)%20group_left(class)%20scx_linger_job_info";
+    let joined = wait_until(Duration::from_secs(30), || {
+        answer = http_get(9090, join).unwrap_or_default();
+        answer.contains("\"class\":\"guest\"")
+    });
+    assert!(
+        joined,
+        "the job's class did not join from scx_linger_job_info: {answer}"
+    );
+    // The shipped rules loaded and evaluate without errors against what
+    // the agent exports (health "ok" once evaluated).
+    let mut rules_answer = String::new();
+    let evaluated = wait_until(Duration::from_secs(30), || {
+        rules_answer = http_get(9090, "/api/v1/rules").unwrap_or_default();
+        rules_answer.contains("ScxLingerNotEnabled")
+            && rules_answer.contains("\"health\":\"ok\"")
+            && !rules_answer.contains("\"health\":\"err\"")
+            && !rules_answer.contains("\"health\":\"unknown\"")
+    });
+    assert!(
+        evaluated,
+        "the shipped alert rules did not load and evaluate: {rules_answer}"
+    );
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
 }

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! What a site installs beside the binary (deploy/), checked by the tools
+//! a site would check it with. Runs on the host: it loads no scheduler.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const UNIT: &str = "scx_linger.service";
+
+/// systemd-analyze, run on an alternate root holding the unit as
+/// installed, the real binary at its ExecStart path and the system's own
+/// units (the targets it is ordered against).
+fn analyze(root: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new("systemd-analyze")
+        .args(args)
+        .arg(format!("--root={}", root.display()))
+        .arg(UNIT)
+        .output()
+        .expect("running systemd-analyze (Debian's systemd package has it)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let dst = to.join(e.file_name());
+        let Ok(ty) = e.file_type() else { continue };
+        if ty.is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else if ty.is_symlink() {
+            let target = std::fs::read_link(e.path()).unwrap();
+            let _ = std::os::unix::fs::symlink(target, dst);
+        } else {
+            let _ = std::fs::copy(e.path(), dst);
+        }
+    }
+}
+
+fn installed_root() -> PathBuf {
+    let root = std::env::temp_dir().join(format!("scx-linger-unit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let units = ["/usr/lib/systemd/system", "/lib/systemd/system"]
+        .into_iter()
+        .map(Path::new)
+        .find(|p| p.join("multi-user.target").exists())
+        .expect("the system's systemd units (multi-user.target)");
+    copy_dir(units, &root.join("usr/lib/systemd/system"));
+    let etc = root.join("etc/systemd/system");
+    std::fs::create_dir_all(&etc).unwrap();
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/deploy/systemd/scx_linger.service"
+        ),
+        etc.join(UNIT),
+    )
+    .unwrap();
+    for (from, to) in [
+        (env!("CARGO_BIN_EXE_scx_linger"), "usr/sbin/scx_linger"),
+        ("/bin/kill", "bin/kill"),
+    ] {
+        std::fs::create_dir_all(root.join(to).parent().unwrap()).unwrap();
+        std::fs::copy(from, root.join(to)).unwrap();
+    }
+    root
+}
+
+#[test]
+fn the_systemd_unit_passes_systemds_verifier_and_is_hardened() {
+    let root = installed_root();
+    let (ok, text) = analyze(&root, &["verify"]);
+    assert!(
+        ok && text.trim().is_empty(),
+        "systemd-analyze verify: {text}"
+    );
+    // The exposure score systemd gives the unit's sandboxing (0 best, 10
+    // worst); a service that loads BPF as root scores about 4.
+    let (ok, text) = analyze(&root, &["security", "--offline=true", "--threshold=50"]);
+    assert!(ok, "systemd-analyze security: exposure above 5.0:\n{text}");
+    let _ = std::fs::remove_dir_all(&root);
+}
