@@ -130,6 +130,7 @@ static inline u64 admit_gangs(const struct linger_gang_table *t, u64 lead,
 {
 	u64 admitted = lead;
 	u32 room = t->nr_cpus, i, g;
+	bool placed = false;
 
 	pure_for(g, 0, LINGER_MAX_GANGS) {
 		u32 takes;
@@ -137,6 +138,8 @@ static inline u64 admit_gangs(const struct linger_gang_table *t, u64 lead,
 		if (!(lead & gang_bit(g)))
 			continue;
 		takes = gang_takes(t, g, gang_runnable(g));
+		if (takes)
+			placed = true;
 		room = takes >= room ? 0 : room - takes;
 	}
 	pure_for(i, 0, LINGER_MAX_GANGS) {
@@ -153,11 +156,20 @@ static inline u64 admit_gangs(const struct linger_gang_table *t, u64 lead,
 		if (want <= 0)
 			continue;
 		takes = gang_takes(t, g, want);
-		/* Too big for its own CPUs: it runs only in its own slot. */
-		if (want > takes || takes > room)
-			continue;
 		if (t->conflicts[g] & admitted)
 			continue;
+		/*
+		 * Too big for its own CPUs or for the room: it runs in its
+		 * own slot, and in a slot whose lead has nothing runnable,
+		 * where it stands in for the lead (else a big gang beside
+		 * idle ones would run only 1/N of the time).
+		 */
+		if (want > takes || takes > room) {
+			if (placed)
+				continue;
+			takes = takes > room ? room : takes;
+		}
+		placed = true;
 		admitted |= gang_bit(g);
 		room -= takes;
 	}

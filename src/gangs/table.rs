@@ -485,6 +485,33 @@ mod tests {
     }
 
     #[test]
+    fn a_gang_too_big_for_the_node_runs_in_the_slots_of_idle_gangs() {
+        let gangs = [
+            place(0, "big", Class::Gang),
+            place(1, "idle1", Class::Gang),
+            place(2, "idle2", Class::Gang),
+        ];
+        let t = lay_out(&gangs, 4, 10);
+        // Six members on four CPUs: too big to fill beside a running
+        // lead, but the idle gangs' slots would otherwise go to waste.
+        assert_eq!(admitted(&t, &[(0, 6)], 1, 0), 0b011);
+        assert_eq!(admitted(&t, &[(0, 6)], 2, 0), 0b101);
+        // Once a lead has members to run, the big gang waits its turn.
+        assert_eq!(admitted(&t, &[(0, 6), (1, 1)], 1, 0), 0b010);
+        // Only the first stand-in: the room is then gone.
+        let t = lay_out(
+            &[
+                place(0, "a", Class::Gang),
+                place(1, "b", Class::Gang),
+                place(2, "c", Class::Gang),
+            ],
+            4,
+            10,
+        );
+        assert_eq!(admitted(&t, &[(0, 6), (1, 5)], 2, 0), 0b101);
+    }
+
+    #[test]
     fn the_table_depends_on_paths_not_on_numbers() {
         let a = vec![
             place(0, "x", Class::Gang),
