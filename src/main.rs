@@ -26,7 +26,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use labels::config::Config;
-use labels::{cgroups, tag};
+use labels::{cgroups, slurm, tag};
 use lifecycle::RunArgs;
 use node::Caps;
 use observe::{log, server, top};
@@ -82,6 +82,14 @@ enum Command {
         #[arg(long, default_value = server::SOCKET)]
         socket: PathBuf,
     },
+    /// Slurm's Prolog or Epilog: record a job's partition, QOS, account
+    /// and --linger request for the agent, or remove the record. Always
+    /// exits 0 (a failing Prolog drains the node); a problem is one line
+    /// on stderr and the job runs unlabelled.
+    Slurm {
+        #[arg(value_enum)]
+        hook: slurm::Hook,
+    },
     /// List labelled cgroups with their effective class and its source.
     Ls {
         /// Every cgroup, labelled or not.
@@ -124,6 +132,16 @@ fn main() -> ExitCode {
             socket,
         } => server::print(&socket, json, interval, count).map(|_| ExitCode::SUCCESS),
         Command::Top { socket } => top::run(&socket).map(|_| ExitCode::SUCCESS),
+        Command::Slurm { hook } => {
+            match slurm::run_hook(hook, std::path::Path::new(slurm::RECORD_DIR)) {
+                Ok(msg) => println!("{msg}"),
+                Err(e) => eprintln!(
+                    "scx_linger slurm {}: {e:#} (the job runs unlabelled)",
+                    hook.name()
+                ),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
         Command::Ls { all, config } => Config::load(config.as_deref())
             .and_then(|cfg| tag::ls(&cgroups::cgroup2_mount()?, &cfg, all))
             .map(|table| {

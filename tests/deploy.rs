@@ -84,3 +84,35 @@ fn the_systemd_unit_passes_systemds_verifier_and_is_hardened() {
     assert!(ok, "systemd-analyze security: exposure above 5.0:\n{text}");
     let _ = std::fs::remove_dir_all(&root);
 }
+
+/// The Slurm hooks are shell that parses, and call the commands the agent
+/// has (the command's own `--help` names its hooks).
+#[test]
+fn the_slurm_hooks_parse_and_call_the_agents_slurm_command() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("deploy/slurm");
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_scx_linger"))
+        .args(["slurm", "--help"])
+        .output()
+        .expect("running scx_linger slurm --help");
+    let help = String::from_utf8_lossy(&help.stdout);
+    for hook in ["prolog", "epilog"] {
+        let path = dir.join(hook);
+        let ok = std::process::Command::new("sh")
+            .arg("-n")
+            .arg(&path)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "{} does not parse", path.display());
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.contains(&format!("exec /usr/sbin/scx_linger slurm {hook}")),
+            "{}",
+            path.display()
+        );
+        assert!(
+            help.contains(hook),
+            "`scx_linger slurm` has no {hook}: {help}"
+        );
+    }
+}

@@ -17,6 +17,7 @@ use walkdir::WalkDir;
 
 use crate::labels::class::{label_warnings, own_class, Class, Facts, Source};
 use crate::labels::config::Config;
+use crate::labels::slurm;
 
 /// Root's label: needs CAP_SYS_ADMIN to set; wins over everything.
 pub const TRUSTED_XATTR: &str = "trusted.scx_linger.class";
@@ -166,15 +167,31 @@ pub fn read_cgroup(mount: &Path, dir: &Path, cfg: &Config) -> Option<Cgroup> {
         .unwrap_or_default();
     let cpu_idle = cfg.honor_cpu_idle
         && std::fs::read_to_string(dir.join("cpu.idle")).is_ok_and(|s| s.trim() == "1");
-    let rule = cfg.rule_for(&rel);
+    let slurm_job = slurm::job_id(&rel);
+    let record = slurm_job.and_then(|id| slurm::read_record(Path::new(slurm::RECORD_DIR), id));
+    // A site rule on the Slurm job's attributes, else one on its path.
+    let (rule, rule_slot) = match record.as_ref().and_then(|r| cfg.slurm_rule_for(r)) {
+        Some(r) => (Some((r.class, r.describe.clone())), r.slot_ms),
+        None => {
+            let r = cfg.rule_for(&rel);
+            (
+                r.map(|r| (r.class, r.pattern.clone())),
+                r.and_then(|r| r.slot_ms),
+            )
+        }
+    };
+    let request = record.as_ref().and_then(|r| r.request_parts());
     let facts = Facts {
         trusted: read_label(dir, TRUSTED_XATTR),
         user: read_label(dir, USER_XATTR),
-        rule: rule.map(|r| (r.class, r.pattern.clone())),
+        rule,
         cpu_idle,
         trusted_slot: read_label(dir, TRUSTED_SLOT_XATTR),
         user_slot: read_label(dir, USER_SLOT_XATTR),
-        rule_slot: rule.and_then(|r| r.slot_ms),
+        rule_slot,
+        request: request.map(|(c, _)| c.to_string()),
+        request_slot: request.and_then(|(_, ms)| ms.map(str::to_string)),
+        slurm_job,
     };
     Some(Cgroup {
         rel,
@@ -248,6 +265,12 @@ pub fn resolve_all<'a>(
         let parent = parent_rel.and_then(|p| ties.get(p)).copied();
         let (origin, job) = match (&source, parent) {
             (Source::Root, _) => (None, c.id),
+            // A Slurm job's cgroup is a job of its own, whatever its class
+            // (else every unlabelled job counts as system.slice).
+            (Source::Inherited(_), Some((origin, _))) if c.facts.slurm_job.is_some() => {
+                (origin, c.id)
+            }
+            (Source::Default, _) if c.facts.slurm_job.is_some() => (None, c.id),
             (Source::Inherited(_), Some(tie)) => tie,
             // Unlabelled: a job of its own at the top level, its top-level
             // ancestor's below.
@@ -292,6 +315,7 @@ fn own_slot_ms(f: &Facts, source: &Source, warnings: &mut Vec<String>) -> Option
     let raw = match source {
         Source::Trusted => f.trusted_slot.as_deref(),
         Source::User => f.user_slot.as_deref(),
+        Source::Request => f.request_slot.as_deref(),
         Source::Config(_) => return f.rule_slot,
         _ => None,
     }?;
@@ -386,6 +410,56 @@ mod tests {
         // What a new top-level cgroup inherits before the agent sees it.
         assert_eq!(class_of(&r, "").heir.class, Class::Guest);
         assert_eq!(class_of(&r, "svc").heir.class, Class::Guest);
+    }
+
+    #[test]
+    fn a_slurm_jobs_cgroup_is_a_job_of_its_own_and_its_request_only_demotes() {
+        let scope = "system.slice/n1_slurmstepd.scope";
+        let job = |rel: &str, id, slurm: u64, request: Option<&str>| Cgroup {
+            facts: Facts {
+                slurm_job: Some(slurm),
+                request: request.map(Into::into),
+                request_slot: Some("200".into()),
+                ..Facts::default()
+            },
+            ..cg(rel, id, None, None)
+        };
+        let guest_slice = Cgroup {
+            facts: Facts {
+                rule: Some((Class::Guest, "system.slice".into())),
+                ..Facts::default()
+            },
+            ..cg("system.slice", 2, None, None)
+        };
+        let cgs = vec![
+            cg("", 1, None, None),
+            guest_slice,
+            cg(scope, 3, None, None),
+            job(&format!("{scope}/job_7"), 4, 7, None),
+            cg(&format!("{scope}/job_7/step_0"), 5, None, None),
+            job(&format!("{scope}/job_8"), 6, 8, Some("guest-gang")),
+            job(&format!("{scope}/job_9"), 7, 9, Some("gang")),
+        ];
+        let r = resolve_all(&cgs, Class::Primary);
+        let at = |j: &str| class_of(&r, &format!("{scope}/{j}"));
+        // Inheriting its class from system.slice, job 7 still counts alone.
+        assert_eq!(
+            (at("job_7").class, at("job_7").job, at("job_7").origin),
+            (Class::Guest, 4, Some(2))
+        );
+        assert_eq!(at("job_7/step_0").job, 4);
+        assert_eq!(
+            (at("job_8").class, at("job_8").source.clone()),
+            (Class::GuestGang, Source::Request)
+        );
+        assert_eq!(at("job_8").slot_ms, Some(200));
+        // Asking to be a gang is a promotion: ignored, and said.
+        assert_eq!(at("job_9").class, Class::Guest);
+        assert!(
+            at("job_9").warnings[0].contains("slurm_rule"),
+            "{:?}",
+            at("job_9").warnings
+        );
     }
 
     #[test]

@@ -140,6 +140,8 @@ pub enum Source {
     Trusted,
     /// `user.scx_linger.class` = guest, set by the cgroup's owner.
     User,
+    /// The Slurm job's own request (`sbatch --linger`, labels/slurm.rs).
+    Request,
     /// A config rule, by its pattern.
     Config(String),
     /// `cpu.idle` = 1.
@@ -157,6 +159,7 @@ impl fmt::Display for Source {
         match self {
             Source::Trusted => write!(f, "label (trusted.)"),
             Source::User => write!(f, "owner's label (user.)"),
+            Source::Request => write!(f, "the job's --linger request"),
             Source::Config(p) => write!(f, "config rule {p:?}"),
             Source::CpuIdle => write!(f, "cpu.idle=1"),
             Source::Inherited(from) => write!(f, "inherited from /{from}"),
@@ -182,6 +185,12 @@ pub struct Facts {
     pub user_slot: Option<String>,
     /// The slot length of the matching config rule, if it gives one.
     pub rule_slot: Option<u32>,
+    /// The Slurm job's `--linger` request, class and slot (raw), from the
+    /// Prolog's record: like a user label, it can only demote.
+    pub request: Option<String>,
+    pub request_slot: Option<String>,
+    /// This is Slurm job N's own cgroup: a job of its own.
+    pub slurm_job: Option<u64>,
 }
 
 /// The class a cgroup's own labels give it, if any (not inherited).
@@ -189,19 +198,23 @@ pub fn own_class(f: &Facts) -> Option<(Class, Source)> {
     if let Some(Ok(c)) = f.trusted.as_deref().map(Class::from_str) {
         return Some((c, Source::Trusted));
     }
-    // A user label counts only as a demotion (guest or guest-gang).
-    let user_demotion = match f.user.as_deref().map(Class::from_str) {
+    // A user label, or a job's own request, counts only as a demotion
+    // (guest or guest-gang); the cgroup's owner's label comes first.
+    let demotion = |raw: Option<&str>| match raw.map(Class::from_str) {
         Some(Ok(c)) if c.tier() == Class::Guest => Some(c),
         _ => None,
     };
+    let user_demotion = demotion(f.user.as_deref())
+        .map(|c| (c, Source::User))
+        .or_else(|| demotion(f.request.as_deref()).map(|c| (c, Source::Request)));
     if let Some((class, pattern)) = &f.rule {
-        if let (Some(u), Class::Primary) = (user_demotion, class.tier()) {
-            return Some((u, Source::User));
+        if let (Some(u), Class::Primary) = (&user_demotion, class.tier()) {
+            return Some(u.clone());
         }
         return Some((*class, Source::Config(pattern.clone())));
     }
-    if let Some(u) = user_demotion {
-        return Some((u, Source::User));
+    if user_demotion.is_some() {
+        return user_demotion;
     }
     if f.cpu_idle {
         return Some((Class::Guest, Source::CpuIdle));
@@ -220,6 +233,13 @@ pub fn label_warnings(f: &Facts) -> Vec<String> {
         Some(Err(e)) => w.push(format!("user. label ignored: {e}")),
         Some(Ok(c)) if c.tier() == Class::Primary => w.push(format!(
             "user. label \"{c}\" ignored: user labels can only demote to guest or guest-gang"
+        )),
+        _ => {}
+    }
+    match f.request.as_deref().map(Class::from_str) {
+        Some(Err(e)) => w.push(format!("--linger request ignored: {e}")),
+        Some(Ok(c)) if c.tier() == Class::Primary => w.push(format!(
+            "--linger={c} ignored: a job can only ask to be guest or guest-gang; the site's [[slurm_rule]]s grant more"
         )),
         _ => {}
     }

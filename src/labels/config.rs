@@ -13,6 +13,7 @@ use globset::{Glob, GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 
 use crate::labels::class::Class;
+use crate::labels::slurm::JobRecord;
 
 /// Where `run` and `ls` look when no `--config` is given.
 pub const DEFAULT_PATH: &str = "/etc/scx_linger/config.toml";
@@ -26,6 +27,22 @@ struct RawConfig {
     honor_cpu_idle: Option<bool>,
     #[serde(default, rename = "rule")]
     rules: Vec<RawRule>,
+    #[serde(default, rename = "slurm_rule")]
+    slurm_rules: Vec<RawSlurmRule>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawSlurmRule {
+    #[serde(default)]
+    partition: Option<String>,
+    #[serde(default)]
+    qos: Option<String>,
+    #[serde(default)]
+    account: Option<String>,
+    class: String,
+    #[serde(default)]
+    slot_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -47,6 +64,32 @@ pub struct Rule {
     matcher: GlobMatcher,
 }
 
+/// A site rule over Slurm jobs: every attribute it names must match (a
+/// glob) what the Prolog recorded for the job (labels/slurm.rs).
+#[derive(Debug, Clone)]
+pub struct SlurmRule {
+    /// How `ls` names it: `partition=scavenger qos=low`.
+    pub describe: String,
+    pub class: Class,
+    pub slot_ms: Option<u32>,
+    partition: Option<GlobMatcher>,
+    qos: Option<GlobMatcher>,
+    account: Option<GlobMatcher>,
+}
+
+impl SlurmRule {
+    fn matches(&self, job: &JobRecord) -> bool {
+        let one = |m: &Option<GlobMatcher>, v: &Option<String>| match (m, v) {
+            (None, _) => true,
+            (Some(m), Some(v)) => m.is_match(v),
+            (Some(_), None) => false,
+        };
+        one(&self.partition, &job.partition)
+            && one(&self.qos, &job.qos)
+            && one(&self.account, &job.account)
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Class of cgroups no label reaches (the root cgroup stays primary).
@@ -54,6 +97,7 @@ pub struct Config {
     /// Treat `cpu.idle` = 1 cgroups as guests unless labelled otherwise.
     pub honor_cpu_idle: bool,
     pub rules: Vec<Rule>,
+    pub slurm_rules: Vec<SlurmRule>,
     /// The file it came from, if any.
     pub path: Option<PathBuf>,
 }
@@ -64,6 +108,7 @@ impl Default for Config {
             default_class: Class::Primary,
             honor_cpu_idle: true,
             rules: Vec::new(),
+            slurm_rules: Vec::new(),
             path: None,
         }
     }
@@ -126,17 +171,8 @@ impl Config {
                     i + 1
                 );
             }
-            let slot_ms = match r.slot_ms {
-                None => None,
-                Some(_) if !class.is_gang() => bail!(
-                    "rule {} ({:?}): slot_ms applies to gangs only: drop it or make the class gang",
-                    i + 1,
-                    r.cgroup
-                ),
-                Some(ms) => Some(
-                    super::class::check_slot_ms(ms).with_context(|| format!("rule {}", i + 1))?,
-                ),
-            };
+            let slot_ms = rule_slot(class, r.slot_ms)
+                .with_context(|| format!("rule {} ({:?})", i + 1, r.cgroup))?;
             let glob: Glob = GlobBuilder::new(&pattern)
                 .literal_separator(true)
                 .build()
@@ -148,18 +184,67 @@ impl Config {
                 matcher: glob.compile_matcher(),
             });
         }
+        let slurm_rules = raw
+            .slurm_rules
+            .iter()
+            .enumerate()
+            .map(|(i, r)| slurm_rule(r).with_context(|| format!("slurm_rule {}", i + 1)))
+            .collect::<Result<_>>()?;
         Ok(Config {
             default_class,
             honor_cpu_idle: raw.honor_cpu_idle.unwrap_or(true),
             rules,
+            slurm_rules,
             path: None,
         })
+    }
+
+    /// The first site rule matching a Slurm job's record.
+    pub fn slurm_rule_for(&self, job: &JobRecord) -> Option<&SlurmRule> {
+        self.slurm_rules.iter().find(|r| r.matches(job))
     }
 
     /// The first rule matching a cgroup path (relative, no leading '/').
     pub fn rule_for(&self, rel_path: &str) -> Option<&Rule> {
         self.rules.iter().find(|r| r.matcher.is_match(rel_path))
     }
+}
+
+/// A rule's slot length: gangs only, within the bounds class.rs sets.
+fn rule_slot(class: Class, slot_ms: Option<u64>) -> Result<Option<u32>> {
+    match slot_ms {
+        None => Ok(None),
+        Some(_) if !class.is_gang() => {
+            bail!("slot_ms applies to gangs only: drop it or make the class gang")
+        }
+        Some(ms) => Ok(Some(super::class::check_slot_ms(ms)?)),
+    }
+}
+
+fn slurm_rule(r: &RawSlurmRule) -> Result<SlurmRule> {
+    let class: Class = r.class.parse()?;
+    let slot_ms = rule_slot(class, r.slot_ms)?;
+    let mut describe = Vec::new();
+    let mut glob = |what: &str, v: &Option<String>| -> Result<Option<GlobMatcher>> {
+        let Some(v) = v else { return Ok(None) };
+        describe.push(format!("{what}={v}"));
+        let g = Glob::new(v).with_context(|| format!("bad {what} pattern {v:?}"))?;
+        Ok(Some(g.compile_matcher()))
+    };
+    let partition = glob("partition", &r.partition)?;
+    let qos = glob("qos", &r.qos)?;
+    let account = glob("account", &r.account)?;
+    if describe.is_empty() {
+        bail!("names no partition, qos or account: a rule for every job is default_class");
+    }
+    Ok(SlurmRule {
+        describe: describe.join(" "),
+        class,
+        slot_ms,
+        partition,
+        qos,
+        account,
+    })
 }
 
 #[cfg(test)]
@@ -240,6 +325,56 @@ mod tests {
         assert!(e.contains("gangs only"), "{e}");
         let e = err("[[rule]]\ncgroup = \"a\"\nclass = \"gang\"\nslot_ms = 5\n");
         assert!(e.contains("rule 1") && e.contains("slot"), "{e}");
+    }
+
+    #[test]
+    fn slurm_rules_match_every_attribute_they_name() {
+        let cfg = Config::parse(
+            r#"
+            [[slurm_rule]]
+            partition = "scavenger"
+            qos = "low*"
+            class = "guest"
+            [[slurm_rule]]
+            account = "mpi-*"
+            class = "gang"
+            slot_ms = 200
+            "#,
+        )
+        .unwrap();
+        let job = |p: Option<&str>, q: Option<&str>, a: Option<&str>| JobRecord {
+            job_id: 1,
+            partition: p.map(Into::into),
+            qos: q.map(Into::into),
+            account: a.map(Into::into),
+            request: None,
+        };
+        let rule = |j: &JobRecord| cfg.slurm_rule_for(j).map(|r| (r.class, r.slot_ms));
+        assert_eq!(
+            rule(&job(Some("scavenger"), Some("lowest"), None)),
+            Some((Class::Guest, None))
+        );
+        // A rule on QOS never matches a job whose QOS the Prolog did not see.
+        assert_eq!(rule(&job(Some("scavenger"), None, None)), None);
+        assert_eq!(
+            rule(&job(Some("batch"), None, Some("mpi-chem"))),
+            Some((Class::Gang, Some(200)))
+        );
+        assert_eq!(cfg.slurm_rules[0].describe, "partition=scavenger qos=low*");
+        let e = format!(
+            "{:#}",
+            Config::parse("[[slurm_rule]]\nclass = \"guest\"\n").unwrap_err()
+        );
+        assert!(
+            e.contains("slurm_rule 1") && e.contains("default_class"),
+            "{e}"
+        );
+        let e = format!(
+            "{:#}",
+            Config::parse("[[slurm_rule]]\npartition = \"p\"\nclass = \"guest\"\nslot_ms = 100\n")
+                .unwrap_err()
+        );
+        assert!(e.contains("gangs only"), "{e}");
     }
 
     #[test]

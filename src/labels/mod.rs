@@ -3,7 +3,8 @@
 //! (class.rs: the vocabulary and who may label what), the labels read
 //! from the cgroup tree and the class every cgroup ends up with
 //! (cgroups.rs), the agent's copy of the tree and the events that keep
-//! it current (tree.rs, watch.rs), the site's rules (config.rs), and the
+//! it current (tree.rs, watch.rs), the site's rules (config.rs), Slurm's job cgroups and the
+//! records its Prolog leaves for them (slurm.rs), and the
 //! `tag`, `untag` and `ls` commands (tag.rs).
 //!
 //! Owns every decision about a cgroup's class. Imports only node.rs and
@@ -14,6 +15,7 @@ pub mod class;
 pub mod config;
 #[cfg(test)]
 mod hostile_input;
+pub mod slurm;
 pub mod tag;
 pub mod tree;
 pub mod watch;

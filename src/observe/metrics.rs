@@ -74,13 +74,6 @@ impl Exposition {
     }
 }
 
-/// The Slurm job id in a cgroup path (`.../job_<id>/...`), if any.
-fn slurm_job_id(path: &str) -> Option<&str> {
-    path.split('/')
-        .filter_map(|c| c.strip_prefix("job_"))
-        .find(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
-}
-
 /// The whole exposition for one reading; `restarts`: times the agent
 /// loaded the scheduler again after the kernel ended it.
 pub fn render(s: &Snapshot, restarts: u64) -> String {
@@ -205,11 +198,11 @@ pub fn render(s: &Snapshot, restarts: u64) -> String {
     e.each(
         "scx_linger_job_info",
         "gauge",
-        "Each job's class, and its Slurm job id where its cgroup path has one (value is always 1).",
+        "Each job's class, and its Slurm job id where it is a Slurm job's cgroup (value is always 1).",
         jobs,
         |j| {
             let mut labels = vec![("cgroup", j.path.clone()), ("class", j.class.clone())];
-            if let Some(id) = slurm_job_id(&j.path) {
+            if let Some(id) = j.slurm_job_id {
                 labels.push(("slurm_job_id", id.to_string()));
             }
             (labels, 1.0)
@@ -359,6 +352,7 @@ mod tests {
         s.jobs.push(JobStats {
             path: "/system.slice/slurmstepd.scope/job_42".into(),
             class: "guest".into(),
+            slurm_job_id: Some(42),
             ..Default::default()
         });
         s.gangs.push(GangStats {
@@ -451,17 +445,5 @@ mod tests {
             "../../deploy/grafana/scx_linger-dashboard.json"
         ))
         .expect("the dashboard is JSON");
-    }
-
-    #[test]
-    fn slurm_job_ids_come_from_job_cgroups_only() {
-        assert_eq!(
-            slurm_job_id("/system.slice/slurmstepd.scope/job_42/step_0"),
-            Some("42")
-        );
-        assert_eq!(slurm_job_id("/slurm/uid_1000/job_7"), Some("7"));
-        assert_eq!(slurm_job_id("/user.slice/job_x"), None);
-        assert_eq!(slurm_job_id("/job_"), None);
-        assert_eq!(slurm_job_id("/"), None);
     }
 }

@@ -93,6 +93,9 @@ pub struct JobStats {
     pub class: String,
     /// Where the class comes from (a label, a config rule, ...).
     pub source: String,
+    /// The Slurm job it is, when its cgroup is a Slurm job's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slurm_job_id: Option<u64>,
     pub cpu_seconds: f64,
     pub cpus_now: f64,
     pub threads_runnable: u64,

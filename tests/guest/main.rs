@@ -12,6 +12,7 @@ mod load;
 mod many_cpus;
 mod node_shaped;
 mod preflight;
+mod slurm;
 mod stats;
 mod trace;
 mod verifier;

@@ -19,6 +19,7 @@ mod paths;
 mod progress;
 mod setup;
 mod shape;
+mod spank;
 mod test;
 mod verifier;
 mod vm;

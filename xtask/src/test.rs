@@ -187,6 +187,7 @@ pub fn run(args: &TestArgs) -> Result<i32> {
 
     step("building the guest integration tests");
     let exe = build_guest_tests()?;
+    crate::spank::build()?;
     let mut failures = Vec::new();
     for k in &kernels {
         for pass in passes(args) {

@@ -33,6 +33,12 @@ pub const HOST_PACKAGES: &[&str] = &[
     "rt-tests",        // hackbench, for the scheduler overhead bench
     "stress-ng",       // scheduler stressors for the soak tests
     "bpftool",         // counts BPF map entries in the churn test
+    "iproute2",        // the guest's Slurm needs an address: a dummy link
+    "munge",           // Slurm's authentication, in the guest
+    "slurmctld",       // a real Slurm controller and node daemon in the
+    "slurmd",          // guest (22.05), for the Slurm tests: the
+    "slurm-client",    // daemons run only there, started by the tests
+    "libslurm-dev",    // spank.h, for the SPANK plugin
 ];
 
 /// virtme-ng boots a kernel with the host's root filesystem shared over 9p.

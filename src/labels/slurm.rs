@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Slurm's jobs: which cgroups are job cgroups, and what Slurm says about a
+//! job before its cgroup exists.
+//!
+//! Slurm's cgroup/v2 plugin puts job <id> in `.../slurmstepd.scope/job_<id>`
+//! (`<NodeName>_slurmstepd.scope` in builds with multiple-slurmd support,
+//! as Debian's), its steps below it. The Prolog runs before that cgroup
+//! exists, so it cannot label it. Instead `scx_linger slurm prolog` records
+//! the job's attributes in RECORD_DIR/<id>.toml: its partition, QOS and
+//! account (for the site's `[[slurm_rule]]`s, config.rs) and what the user
+//! asked for with `sbatch --linger` (the SPANK plugin passes it to the
+//! Prolog as SPANK_LINGER). The agent reads a job cgroup's record when it
+//! reads the cgroup, which it does the moment the cgroup appears
+//! (watch.rs), and decides its class with every other label (class.rs).
+//! `slurm epilog` removes the record: nothing is left behind.
+//!
+//! The record holds facts, not a class: the site's rules are applied by
+//! the agent, so a config reload reaches running jobs too.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// Where the Prolog leaves job records (root's tmpfs: gone at reboot,
+/// like the jobs).
+pub const RECORD_DIR: &str = "/run/scx_linger/slurm";
+
+/// What the Prolog knows about a job, as the agent reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JobRecord {
+    pub job_id: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// `sbatch --linger=CLASS[:SLOT_MS]`, raw: it counts only as a
+    /// demotion, as a user's own label does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+}
+
+impl JobRecord {
+    /// The requested class and slot length, split (`guest-gang:200`).
+    pub fn request_parts(&self) -> Option<(&str, Option<&str>)> {
+        let r = self.request.as_deref()?.trim();
+        Some(match r.split_once(':') {
+            Some((c, ms)) => (c, Some(ms)),
+            None => (r, None),
+        })
+    }
+}
+
+/// The Slurm job id of a job's own cgroup (`…slurmstepd.scope/job_<id>`);
+/// None for its steps and for every other cgroup.
+pub fn job_id(rel: &str) -> Option<u64> {
+    let (parent, name) = rel.rsplit_once('/')?;
+    let scope = parent.rsplit('/').next()?;
+    if scope != "slurmstepd.scope" && !scope.ends_with("_slurmstepd.scope") {
+        return None;
+    }
+    let id = name.strip_prefix("job_")?;
+    if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    id.parse().ok()
+}
+
+fn record_path(dir: &Path, job_id: u64) -> PathBuf {
+    dir.join(format!("{job_id}.toml"))
+}
+
+/// The record the Prolog left for `job_id`; None if there is none (or it
+/// is unreadable: a job without a record runs by the other rules).
+pub fn read_record(dir: &Path, job_id: u64) -> Option<JobRecord> {
+    let text = std::fs::read_to_string(record_path(dir, job_id)).ok()?;
+    let rec: JobRecord = toml::from_str(&text).ok()?;
+    (rec.job_id == job_id).then_some(rec)
+}
+
+/// A job's record from the Prolog's environment. SPANK_LINGER is the
+/// request the SPANK plugin passed on; SLURM_JOB_QOS and SLURM_JOB_ACCOUNT
+/// are absent from older Slurms' Prolog environment (22.05 sets only the
+/// partition), and rules on them then do not match.
+pub fn record_from_env(var: impl Fn(&str) -> Option<String>) -> Result<JobRecord> {
+    let Some(raw) = var("SLURM_JOB_ID") else {
+        bail!("SLURM_JOB_ID is not set: run `scx_linger slurm prolog` as Slurm's Prolog (slurm.conf: Prolog=)");
+    };
+    let job_id = raw.trim().parse().map_err(|_| {
+        anyhow::anyhow!("SLURM_JOB_ID={raw:?} is not a job number: run this as Slurm's Prolog")
+    })?;
+    let nonempty = |k: &str| {
+        var(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
+    Ok(JobRecord {
+        job_id,
+        partition: nonempty("SLURM_JOB_PARTITION"),
+        qos: nonempty("SLURM_JOB_QOS"),
+        account: nonempty("SLURM_JOB_ACCOUNT"),
+        request: nonempty("SPANK_LINGER"),
+    })
+}
+
+/// Write a record whole (a reader never sees half of one).
+pub fn write_record(dir: &Path, rec: &JobRecord) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let path = record_path(dir, rec.job_id);
+    let tmp = dir.join(format!(".{}.tmp", rec.job_id));
+    let text = toml::to_string(rec).context("encoding the job record")?;
+    let mut f =
+        std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+    f.write_all(text.as_bytes())?;
+    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Remove a job's record; a record already gone is no error.
+pub fn remove_record(dir: &Path, job_id: u64) -> Result<()> {
+    match std::fs::remove_file(record_path(dir, job_id)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing the record of job {job_id}"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Which end of a job the hook runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Hook {
+    /// Slurm's Prolog: record the job before its cgroup exists.
+    Prolog,
+    /// Slurm's Epilog: remove the record.
+    Epilog,
+}
+
+impl Hook {
+    pub fn name(self) -> &'static str {
+        match self {
+            Hook::Prolog => "prolog",
+            Hook::Epilog => "epilog",
+        }
+    }
+}
+
+/// `scx_linger slurm prolog|epilog`, in the environment slurmd gives the
+/// script; says in one line what it did. After the Prolog the agent is
+/// poked, in case the job's cgroup is there already (a later Slurm, or
+/// PrologFlags without Contain).
+pub fn run_hook(hook: Hook, dir: &Path) -> Result<String> {
+    let rec = record_from_env(|k| std::env::var(k).ok())?;
+    match hook {
+        Hook::Prolog => {
+            write_record(dir, &rec)?;
+            super::tag::notify_agent();
+            Ok(format!("recorded Slurm job {} for scx_linger", rec.job_id))
+        }
+        Hook::Epilog => {
+            remove_record(dir, rec.job_id)?;
+            Ok(format!("removed Slurm job {}'s record", rec.job_id))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    #[test]
+    fn job_cgroups_of_both_builds_are_recognised_and_nothing_else() {
+        assert_eq!(job_id("system.slice/slurmstepd.scope/job_42"), Some(42));
+        assert_eq!(
+            job_id("system.slice/node7_slurmstepd.scope/job_42"),
+            Some(42)
+        );
+        assert_eq!(job_id("system.slice/slurmstepd.scope/job_42/step_0"), None);
+        assert_eq!(job_id("system.slice/slurmstepd.scope/slurmd"), None);
+        assert_eq!(job_id("slurm/uid_1000/job_7"), None);
+        assert_eq!(job_id("system.slice/slurmstepd.scope/job_"), None);
+        assert_eq!(job_id("system.slice/slurmstepd.scope/job_4x"), None);
+        assert_eq!(job_id("job_1"), None);
+        assert_eq!(job_id(""), None);
+    }
+
+    #[test]
+    fn the_prolog_environment_becomes_a_record_and_back() {
+        let env: HashMap<&str, &str> = [
+            ("SLURM_JOB_ID", "42"),
+            ("SLURM_JOB_PARTITION", "scavenger"),
+            ("SLURM_JOB_QOS", ""),
+            ("SPANK_LINGER", "guest-gang:200"),
+        ]
+        .into();
+        let rec = record_from_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(rec.partition.as_deref(), Some("scavenger"));
+        assert_eq!((rec.qos.as_deref(), rec.account.as_deref()), (None, None));
+        assert_eq!(rec.request_parts(), Some(("guest-gang", Some("200"))));
+
+        let dir = tempfile::tempdir().unwrap();
+        write_record(dir.path(), &rec).unwrap();
+        assert_eq!(read_record(dir.path(), 42), Some(rec));
+        assert_eq!(read_record(dir.path(), 43), None);
+        remove_record(dir.path(), 42).unwrap();
+        remove_record(dir.path(), 42).unwrap();
+        assert_eq!(read_record(dir.path(), 42), None);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn outside_a_prolog_the_command_says_where_it_belongs() {
+        let e = record_from_env(|_| None).unwrap_err().to_string();
+        assert!(e.contains("Prolog="), "{e}");
+        let e = record_from_env(|k| (k == "SLURM_JOB_ID").then(|| "x".into()))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not a job number"), "{e}");
+    }
+}

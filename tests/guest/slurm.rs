@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! A real Slurm in the guest (Debian's 22.05: munged, slurmctld, slurmd with
+//! the cgroup/v2, task/cgroup and proctrack/cgroup plugins and core
+//! binding), jobs submitted with `sbatch`, and what the kernel says they
+//! got: each job cgroup's own `cpu.stat`.
+//!
+//! What Slurm needs here without systemd as PID 1 (found in the guest; see
+//! also the README's Slurm section):
+//! - `IgnoreSystemd=yes`, and `system.slice` made by hand with the cpuset,
+//!   cpu and memory controllers enabled down to it, else task/cgroup binds
+//!   nothing;
+//! - an address of its own: the guest has only 127.0.0.1, and glibc's
+//!   AI_ADDRCONFIG then refuses even numeric addresses ("Unable to
+//!   resolve"), so loopback gets a second one;
+//! - munged in the foreground with its run, log and lib directories made.
+//!
+//! The partitions are the Linger-Longer arrangement: `primary` never shares
+//! a core between its jobs (OverSubscribe=FORCE:1), `guest` runs on the
+//! cores primaries hold (FORCE:4).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+const ADDR: &str = "10.77.0.1";
+const RECORDS: &str = "/run/scx_linger/slurm";
+
+/// The node's name: slurmctld runs only on the host SlurmctldHost names.
+fn node() -> String {
+    fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// The SPANK plugin, built by `cargo xtask test` (xtask/src/spank.rs).
+const SPANK_PLUGIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/slurm/linger_spank.so");
+
+struct Cluster {
+    dir: PathBuf,
+    daemons: Vec<Child>,
+}
+
+fn sh(cmd: &str) -> String {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Once per boot: the address, munge's directories, the cgroups.
+fn prepare_node() {
+    if Path::new("/run/linger-slurm-prepared").exists() {
+        return;
+    }
+    // On loopback itself: glibc counts any address but 127.0.0.1 as
+    // configured, and the LTS kernel we build has no dummy module.
+    sh(&format!("ip addr replace {ADDR}/32 dev lo"));
+    sh("mkdir -p /run/munge /var/log/munge /var/lib/munge \
+        && chown munge:munge /run/munge /var/log/munge /var/lib/munge");
+    // cpuset and cpu are what binding and our accounting need; memory is
+    // enabled where the kernel lets it (our 6.12 guest answers EIO).
+    sh("mkdir -p /sys/fs/cgroup/system.slice \
+        && for d in /sys/fs/cgroup /sys/fs/cgroup/system.slice; do \
+             echo '+cpuset +cpu' > $d/cgroup.subtree_control \
+             && { echo +memory > $d/cgroup.subtree_control || true; } || exit 1; \
+           done");
+    sh("touch /run/linger-slurm-prepared");
+}
+
+impl Cluster {
+    /// munged, slurmctld and slurmd, the agent's Prolog and Epilog, the
+    /// SPANK plugin; returns once the node is idle.
+    fn start() -> Cluster {
+        prepare_node();
+        assert!(
+            Path::new(SPANK_PLUGIN).exists(),
+            "{SPANK_PLUGIN} is missing: run the guest tests with `cargo xtask test`, which builds it"
+        );
+        // One directory per cluster: a failed test's logs stay for reading.
+        static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = results_dir().join(format!("slurm-{}-{n}", std::process::id()));
+        // Slurm's state and spool on the guest's own tmpfs: slurmstepd
+        // mmaps the batch script, which the shared results folder refuses.
+        let local = PathBuf::from(format!("/run/linger-slurm-{n}"));
+        for sub in [local.join("state"), local.join("spool"), dir.join("log")] {
+            let _ = fs::remove_dir_all(&sub);
+            fs::create_dir_all(sub).unwrap();
+        }
+        let d = dir.display();
+        let l = local.display();
+        for (hook, name) in [("prolog", "prolog.sh"), ("epilog", "epilog.sh")] {
+            let p = dir.join(name);
+            fs::write(&p, format!("#!/bin/sh\nexec {AGENT} slurm {hook}\n")).unwrap();
+            sh(&format!("chmod 755 {}", p.display()));
+        }
+        let cpus = nr_cpus();
+        let node = node();
+        fs::write(
+            dir.join("slurm.conf"),
+            format!(
+                "ClusterName=linger\nSlurmctldHost={node}({ADDR})\nSlurmUser=root\nSlurmdUser=root\n\
+                 AuthType=auth/munge\nStateSaveLocation={l}/state\nSlurmdSpoolDir={l}/spool\n\
+                 SlurmctldPidFile={l}/ctld.pid\nSlurmdPidFile={l}/d.pid\n\
+                 SlurmctldLogFile={d}/log/slurmctld.log\nSlurmdLogFile={d}/log/slurmd.log\n\
+                 ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity\n\
+                 SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/backfill\n\
+                 PrologFlags=Contain\nProlog={d}/prolog.sh\nEpilog={d}/epilog.sh\nPlugStackConfig={d}/plugstack.conf\n\
+                 MpiDefault=none\nReturnToService=2\nSlurmdTimeout=30\n\
+                 NodeName={node} NodeAddr={ADDR} CPUs={cpus} State=UNKNOWN\n\
+                 PartitionName=primary Nodes={node} Default=YES OverSubscribe=FORCE:1 MaxTime=INFINITE State=UP\n\
+                 PartitionName=guest Nodes={node} OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n"
+            ),
+        )
+        .unwrap();
+        fs::write(
+            dir.join("cgroup.conf"),
+            "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nConstrainCores=yes\n",
+        )
+        .unwrap();
+        fs::write(
+            dir.join("plugstack.conf"),
+            format!("required {SPANK_PLUGIN}\n"),
+        )
+        .unwrap();
+        let conf = dir.join("slurm.conf");
+        // Each daemon's own output (what it says before its log is open).
+        let spawn = |cmd: &mut Command| {
+            let name = cmd.get_program().to_string_lossy().into_owned();
+            let out = fs::File::create(dir.join(format!("log/{name}.out"))).unwrap();
+            cmd.env("SLURM_CONF", &conf)
+                .stdout(out.try_clone().unwrap())
+                .stderr(out)
+                .spawn()
+                .unwrap()
+        };
+        let mut daemons = vec![spawn(
+            Command::new("setpriv")
+                .args(["--reuid=munge", "--regid=munge", "--init-groups"])
+                .args(["munged", "--foreground", "--force"]),
+        )];
+        assert!(
+            wait_until(Duration::from_secs(10), || Path::new(
+                "/run/munge/munge.socket.2"
+            )
+            .exists()),
+            "munged did not start: {}",
+            fs::read_to_string(dir.join("log/setpriv.out")).unwrap_or_default()
+        );
+        daemons.push(spawn(
+            Command::new("slurmctld")
+                .args(["-D", "-i", "-f"])
+                .arg(&conf),
+        ));
+        daemons.push(spawn(
+            Command::new("slurmd")
+                .args(["-D", "-N", &node, "-f"])
+                .arg(&conf),
+        ));
+        let c = Cluster { dir, daemons };
+        let idle = wait_until(Duration::from_secs(60), || c.node_state() == "idle");
+        assert!(
+            idle,
+            "the node is {:?}, not idle: {}",
+            c.node_state(),
+            c.logs()
+        );
+        c
+    }
+
+    fn cmd(&self, prog: &str) -> Command {
+        let mut c = Command::new(prog);
+        c.env("SLURM_CONF", self.dir.join("slurm.conf"));
+        c
+    }
+
+    fn node_state(&self) -> String {
+        let out = self
+            .cmd("sinfo")
+            .args(["-h", "-N", "-o", "%T"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    }
+
+    /// Submit a batch job that spins `threads` CPU hogs for `secs`.
+    fn spin_job(&self, args: &[&str], threads: usize, secs: u32) -> u64 {
+        let script = format!(
+            "#!/bin/sh\nfor i in $(seq {threads}); do timeout {secs} sh -c 'while :; do :; done' & done\nwait\n"
+        );
+        let out = self
+            .cmd("sbatch")
+            .args(["--parsable", "-n", &threads.to_string(), "-o"])
+            .arg(self.dir.join("log/job-%j.out"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin.take().unwrap().write_all(script.as_bytes())?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "sbatch {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.trim().split(';').next().unwrap().parse().unwrap()
+    }
+
+    /// The job's state as squeue shows it ("" once it has left the queue).
+    fn job_state(&self, id: u64) -> String {
+        let out = self
+            .cmd("squeue")
+            .args(["-h", "-j", &id.to_string(), "-o", "%T"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    fn logs(&self) -> String {
+        let mut s = String::new();
+        for f in ["slurmctld.log", "slurmd.log"] {
+            let text = fs::read_to_string(self.dir.join("log").join(f)).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            s += &format!(
+                "\n--- {f}:\n{}",
+                tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            );
+        }
+        s
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.cmd("scancel").args(["--full", "-u", "root"]).status();
+        for d in self.daemons.iter_mut().rev() {
+            let _ = d.kill();
+            let _ = d.wait();
+        }
+    }
+}
+
+/// Job `id`'s own cgroup (found under whichever slurmstepd scope).
+fn job_cgroup(id: u64) -> Option<PathBuf> {
+    fs::read_dir("/sys/fs/cgroup/system.slice")
+        .ok()?
+        .filter_map(Result::ok)
+        .map(|e| e.path().join(format!("job_{id}")))
+        .find(|p| p.is_dir())
+}
+
+/// CPU time the kernel charged to a cgroup (`cpu.stat` usage_usec).
+fn usage_usec(cg: &Path) -> u64 {
+    fs::read_to_string(cg.join("cpu.stat"))
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("usage_usec "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Wait until every job runs with its cgroup there; then each job's CPU
+/// time over `window`, as shares of the node's CPU time.
+fn shares(c: &Cluster, jobs: &[u64], window: Duration) -> Vec<f64> {
+    let running = wait_until(Duration::from_secs(60), || {
+        jobs.iter()
+            .all(|&j| c.job_state(j) == "RUNNING" && job_cgroup(j).is_some())
+    });
+    assert!(running, "jobs {jobs:?} did not all start: {}", c.logs());
+    // Let every hog start before the window opens.
+    std::thread::sleep(Duration::from_secs(1));
+    let cgs: Vec<PathBuf> = jobs
+        .iter()
+        .map(|&j| job_cgroup(j).unwrap_or_else(|| panic!("job {j} ended early: {}", c.logs())))
+        .collect();
+    let before: Vec<u64> = cgs.iter().map(|p| usage_usec(p)).collect();
+    let t0 = Instant::now();
+    std::thread::sleep(window);
+    let dt = t0.elapsed().as_secs_f64() * 1e6 * nr_cpus() as f64;
+    cgs.iter()
+        .zip(before)
+        .map(|(p, b)| usage_usec(p).saturating_sub(b) as f64 / dt)
+        .collect()
+}
+
+fn stats_jobs() -> Vec<serde_json::Value> {
+    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats --json");
+    v["jobs"].as_array().cloned().unwrap_or_default()
+}
+
+fn stats_job(slurm_id: u64) -> Option<serde_json::Value> {
+    stats_jobs()
+        .into_iter()
+        .find(|j| j["slurm_job_id"].as_u64() == Some(slurm_id))
+}
+
+fn wait_gone(c: &Cluster, jobs: &[u64]) {
+    let gone = wait_until(Duration::from_secs(60), || {
+        jobs.iter()
+            .all(|&j| c.job_state(j).is_empty() && job_cgroup(j).is_none())
+    });
+    assert!(gone, "jobs {jobs:?} did not end: {}", c.logs());
+}
+
+fn records_left() -> Vec<String> {
+    fs::read_dir(RECORDS)
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The site's rule makes the `guest` partition's jobs guests: beside a
+/// primary job on the same cores a guest job only harvests, by the job
+/// cgroups' own cpu.stat, and both appear in the stats under their Slurm
+/// job ids with the class and its source.
+#[test]
+fn a_guest_partition_job_only_harvests_beside_a_primary_job() {
+    require_guest();
+    let cfg = results_dir().join("slurm-site.toml");
+    fs::write(
+        &cfg,
+        "[[slurm_rule]]\npartition = \"guest\"\nclass = \"guest\"\n",
+    )
+    .unwrap();
+    let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
+    let c = Cluster::start();
+    let n = nr_cpus();
+    let primary = c.spin_job(&["-p", "primary"], n, 14);
+    let guest = c.spin_job(&["-p", "guest"], n, 14);
+    let s = shares(&c, &[primary, guest], Duration::from_secs(4));
+    figure(&format!(
+        "slurm: primary job {:.1}% of the node, guest job {:.1}% (sbatch, {n} CPUs, cgroup cpu.stat, 4 s)",
+        s[0] * 100.0,
+        s[1] * 100.0
+    ));
+    let p = stats_job(primary).expect("the primary job in the stats by its Slurm id");
+    let g = stats_job(guest).expect("the guest job in the stats by its Slurm id");
+    assert_eq!(p["class"], "primary", "{p}");
+    assert_eq!(g["class"], "guest", "{g}");
+    assert!(
+        g["source"].as_str().unwrap().contains("partition=guest"),
+        "{g}"
+    );
+    // Generous bounds for a loaded 2-core host; under EEVDF the two jobs
+    // would split the CPUs about evenly.
+    assert!(s[0] > 0.80, "primary job got {:.2} of the node", s[0]);
+    assert!(s[1] < 0.10, "guest job got {:.2} beside the primary", s[1]);
+    wait_gone(&c, &[primary, guest]);
+    assert_eq!(
+        records_left(),
+        Vec::<String>::new(),
+        "the Epilog leaves nothing"
+    );
+    drop(c);
+    drop(agent);
+}
+
+/// `sbatch --linger=guest` (the SPANK plugin) demotes a job with no site
+/// rule; asking to be a gang is a promotion, ignored and said. When the
+/// job is alone it takes the idle CPUs: a guest is not throttled.
+#[test]
+fn a_jobs_linger_request_demotes_it_and_never_promotes_it() {
+    require_guest();
+    let agent = Agent::start(&[]);
+    let c = Cluster::start();
+    let n = nr_cpus();
+    let asked = c.spin_job(&["-p", "guest", "--linger=guest"], n, 10);
+    let greedy = c.spin_job(&["-p", "guest", "--linger=gang"], 1, 10);
+    let s = shares(&c, &[asked, greedy], Duration::from_secs(3));
+    let a = stats_job(asked).expect("the --linger=guest job in the stats");
+    let g = stats_job(greedy).expect("the --linger=gang job in the stats");
+    assert_eq!(a["class"], "guest", "{a}");
+    assert!(a["source"].as_str().unwrap().contains("--linger"), "{a}");
+    assert_eq!(g["class"], "primary", "{g}");
+    // The primary job's one hog has a CPU; the guest harvests the rest.
+    assert!(
+        s[1] > 0.8 / n as f64,
+        "the --linger=gang job got {:.2}",
+        s[1]
+    );
+    let ls = agent_output(Command::new(AGENT).arg("ls"));
+    let ls = String::from_utf8_lossy(&ls.stdout);
+    assert!(ls.contains("--linger=gang ignored"), "{ls}");
+    wait_gone(&c, &[asked, greedy]);
+    assert_eq!(
+        records_left(),
+        Vec::<String>::new(),
+        "the Epilog leaves nothing"
+    );
+    drop(c);
+    drop(agent);
+}
+
+/// Without the agent, jobs still run and the node is not drained: the
+/// Prolog and Epilog succeed whether or not scx_linger runs. The same
+/// primary and guest jobs as above split the node under the kernel's own
+/// scheduler: the baseline for the figure above.
+#[test]
+fn jobs_run_and_the_node_stays_up_when_the_agent_is_not_running() {
+    require_guest();
+    assert_ne!(state(), "enabled", "another scheduler is still loaded");
+    let c = Cluster::start();
+    let n = nr_cpus();
+    let primary = c.spin_job(&["-p", "primary"], n, 10);
+    let guest = c.spin_job(&["-p", "guest", "--linger=guest"], n, 10);
+    let s = shares(&c, &[primary, guest], Duration::from_secs(4));
+    figure(&format!(
+        "slurm without scx_linger (EEVDF): primary job {:.1}% of the node, guest job {:.1}%",
+        s[0] * 100.0,
+        s[1] * 100.0
+    ));
+    assert!(s[1] > 0.2, "the guest job got {:.2}: did it run?", s[1]);
+    wait_gone(&c, &[primary, guest]);
+    let job = c.spin_job(&["-p", "primary", "--linger=guest"], 1, 2);
+    let started = wait_until(Duration::from_secs(60), || job_cgroup(job).is_some());
+    assert!(started, "job {job} did not start: {}", c.logs());
+    wait_gone(&c, &[job]);
+    let out = fs::read_to_string(c.dir.join(format!("log/job-{job}.out"))).unwrap_or_default();
+    assert!(out.is_empty(), "the job said: {out}");
+    assert_eq!(c.node_state(), "idle", "{}", c.logs());
+    assert_eq!(
+        records_left(),
+        Vec::<String>::new(),
+        "the Epilog leaves nothing"
+    );
+}
