@@ -39,7 +39,7 @@ pub fn cgroup2_mount() -> Result<PathBuf> {
     )
 }
 
-fn mount_from_mountinfo(info: &str) -> Option<PathBuf> {
+pub fn mount_from_mountinfo(info: &str) -> Option<PathBuf> {
     info.lines().find_map(|line| {
         let (left, right) = line.split_once(" - ")?;
         if right.split_whitespace().next()? != "cgroup2" {

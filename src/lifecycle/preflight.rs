@@ -11,6 +11,7 @@ use std::fmt;
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::labels::cgroups;
 use crate::node::{Caps, CAP_BPF, CAP_SYS_ADMIN};
 
 /// Why the scheduler cannot be loaded. `Display` is the one-line message.
@@ -19,6 +20,9 @@ pub enum PreflightError {
     NotPrivileged { missing: Vec<&'static str> },
     NoSchedExt { kernel: String },
     NoBtf,
+    NoKernelConfig { kernel: String },
+    NoCgroup2,
+    CgroupHybrid { mount: PathBuf },
     AlreadyLoaded { name: String },
 }
 
@@ -37,6 +41,19 @@ impl fmt::Display for PreflightError {
             Self::NoBtf => write!(
                 f,
                 "kernel has no BTF (/sys/kernel/btf/vmlinux is absent): boot a kernel built with CONFIG_DEBUG_INFO_BTF=y"
+            ),
+            Self::NoKernelConfig { kernel } => write!(
+                f,
+                "libbpf reads the kernel's config and neither /boot/config-{kernel} nor /proc/config.gz exists: install the kernel's config file (distributions ship it with the kernel image) or `modprobe configs` for /proc/config.gz"
+            ),
+            Self::NoCgroup2 => write!(
+                f,
+                "no cgroup2 filesystem is mounted: scx_linger reads job labels from the unified cgroup hierarchy; mount it (mount -t cgroup2 none /sys/fs/cgroup) or boot with systemd.unified_cgroup_hierarchy=1"
+            ),
+            Self::CgroupHybrid { mount } => write!(
+                f,
+                "cgroup v2 at {} has no cpu controller (hybrid mode: jobs' cgroups are in cgroup v1): boot with systemd.unified_cgroup_hierarchy=1 so jobs land in cgroup v2",
+                mount.display()
             ),
             Self::AlreadyLoaded { name } => write!(
                 f,
@@ -69,8 +86,32 @@ pub fn check(root: &Path, caps: Caps) -> Result<(), PreflightError> {
     if !root.join("sys/kernel/btf/vmlinux").exists() {
         return Err(PreflightError::NoBtf);
     }
+    // The BPF program reads a kernel config option (scx's headers'
+    // CONFIG_PREEMPT_RCU): libbpf refuses to load without the config file.
+    let kernel = kernel_release(root);
+    if !root.join(format!("boot/config-{kernel}")).exists() && !root.join("proc/config.gz").exists()
+    {
+        return Err(PreflightError::NoKernelConfig { kernel });
+    }
+    check_cgroup2(root)?;
     if let Some(name) = loaded_scheduler(root) {
         return Err(PreflightError::AlreadyLoaded { name });
+    }
+    Ok(())
+}
+
+/// Jobs must be in cgroup v2 with the cpu controller at its root: in
+/// systemd's hybrid mode the controllers and the jobs' cgroups are in v1.
+fn check_cgroup2(root: &Path) -> Result<(), PreflightError> {
+    let info = fs::read_to_string(root.join("proc/self/mountinfo")).unwrap_or_default();
+    let Some(mount) = cgroups::mount_from_mountinfo(&info) else {
+        return Err(PreflightError::NoCgroup2);
+    };
+    let rel = mount.strip_prefix("/").unwrap_or(&mount);
+    let controllers =
+        fs::read_to_string(root.join(rel).join("cgroup.controllers")).unwrap_or_default();
+    if !controllers.split_whitespace().any(|c| c == "cpu") {
+        return Err(PreflightError::CgroupHybrid { mount });
     }
     Ok(())
 }
@@ -115,12 +156,58 @@ mod tests {
         dir
     }
 
+    const MOUNTINFO: &str =
+        "35 24 0:30 / /sys/fs/cgroup rw,nosuid shared:9 - cgroup2 cgroup2 rw,nsdelegate\n";
+
     fn good() -> tempfile::TempDir {
         tree(&[
             ("sys/kernel/sched_ext/state", "disabled\n"),
             ("sys/kernel/btf/vmlinux", ""),
             ("proc/sys/kernel/osrelease", "7.3.4\n"),
+            ("boot/config-7.3.4", ""),
+            ("proc/self/mountinfo", MOUNTINFO),
+            (
+                "sys/fs/cgroup/cgroup.controllers",
+                "cpuset cpu io memory pids\n",
+            ),
         ])
+    }
+
+    #[test]
+    fn names_the_kernel_config_file_libbpf_needs() {
+        let t = good();
+        fs::remove_file(t.path().join("boot/config-7.3.4")).unwrap();
+        let msg = check(t.path(), ALL).unwrap_err().to_string();
+        assert!(
+            msg.contains("/boot/config-7.3.4") && msg.contains("/proc/config.gz"),
+            "{msg}"
+        );
+        fs::write(t.path().join("proc/config.gz"), "").unwrap();
+        assert_eq!(check(t.path(), ALL), Ok(()));
+    }
+
+    #[test]
+    fn wants_the_unified_cgroup_hierarchy() {
+        let t = good();
+        fs::write(t.path().join("proc/self/mountinfo"), "").unwrap();
+        assert_eq!(check(t.path(), ALL), Err(PreflightError::NoCgroup2));
+        // Hybrid: cgroup2 at /sys/fs/cgroup/unified, no controllers there.
+        fs::write(
+            t.path().join("proc/self/mountinfo"),
+            MOUNTINFO.replace("/sys/fs/cgroup ", "/sys/fs/cgroup/unified "),
+        )
+        .unwrap();
+        fs::create_dir_all(t.path().join("sys/fs/cgroup/unified")).unwrap();
+        fs::write(
+            t.path().join("sys/fs/cgroup/unified/cgroup.controllers"),
+            "\n",
+        )
+        .unwrap();
+        let msg = check(t.path(), ALL).unwrap_err().to_string();
+        assert!(
+            msg.contains("hybrid") && msg.contains("unified_cgroup_hierarchy=1"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -157,11 +244,14 @@ mod tests {
 
     #[test]
     fn names_the_scheduler_already_loaded() {
-        let t = tree(&[
-            ("sys/kernel/sched_ext/state", "enabled\n"),
-            ("sys/kernel/sched_ext/root/ops", "bpfland_1.0.4\n"),
-            ("sys/kernel/btf/vmlinux", ""),
-        ]);
+        let t = good();
+        fs::write(t.path().join("sys/kernel/sched_ext/state"), "enabled\n").unwrap();
+        fs::create_dir_all(t.path().join("sys/kernel/sched_ext/root")).unwrap();
+        fs::write(
+            t.path().join("sys/kernel/sched_ext/root/ops"),
+            "bpfland_1.0.4\n",
+        )
+        .unwrap();
         let msg = check(t.path(), ALL).unwrap_err().to_string();
         assert!(msg.contains("bpfland_1.0.4"), "{msg}");
     }
