@@ -261,6 +261,42 @@ mod tests {
         }
     }
 
+    /// The kubelet's own layouts, both cgroup drivers (examples/kubernetes.toml).
+    #[test]
+    fn the_kubernetes_example_matches_the_kubelets_pod_cgroups() {
+        let cfg = Config::from_file(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/examples/kubernetes.toml"
+        )))
+        .unwrap();
+        let class = |p: &str| cfg.rule_for(p).map(|r| r.class);
+        for (path, want) in [
+            (
+                "kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod1234_ab.slice",
+                Some(Class::Guest),
+            ),
+            ("kubepods/besteffort/pod1234-ab", Some(Class::Guest)),
+            (
+                "kubepods.slice/kubepods-pod1234_ab.slice",
+                Some(Class::Primary),
+            ),
+            (
+                "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234_ab.slice",
+                Some(Class::Primary),
+            ),
+            ("kubepods/pod1234-ab", Some(Class::Primary)),
+            ("kubepods/burstable/pod1234-ab", Some(Class::Primary)),
+            // QoS slices and containers are not jobs: they inherit.
+            ("kubepods.slice/kubepods-besteffort.slice", None),
+            (
+                "kubepods/besteffort/pod1234-ab/cri-containerd-9f.scope",
+                None,
+            ),
+        ] {
+            assert_eq!(class(path), want, "{path}");
+        }
+    }
+
     #[test]
     fn gang_rules_carry_their_slot() {
         let cfg = Config::parse(
