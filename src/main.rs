@@ -83,9 +83,11 @@ enum Command {
         socket: PathBuf,
     },
     /// Slurm's Prolog or Epilog: record a job's partition, QOS, account
-    /// and --linger request for the agent, or remove the record. Always
-    /// exits 0 (a failing Prolog drains the node); a problem is one line
-    /// on stderr and the job runs unlabelled.
+    /// and --linger request for the agent, or remove the record; `wait`
+    /// (the SPANK plugin, in each task): wait until the agent has applied
+    /// the job's class. Exits 0 (a failing Prolog drains the node), but 1
+    /// when `wait` gives up; a problem is one line on stderr and the job
+    /// goes on.
     Slurm {
         #[arg(value_enum)]
         hook: slurm::Hook,
@@ -135,10 +137,12 @@ fn main() -> ExitCode {
         Command::Slurm { hook } => {
             match slurm::run_hook(hook, std::path::Path::new(slurm::RECORD_DIR)) {
                 Ok(msg) => println!("{msg}"),
-                Err(e) => eprintln!(
-                    "scx_linger slurm {}: {e:#} (the job runs unlabelled)",
-                    hook.name()
-                ),
+                // `wait` gave up: the SPANK plugin logs it (exit 1).
+                Err(e) if hook == slurm::Hook::Wait => {
+                    eprintln!("scx_linger slurm wait: {e:#} (the job goes on)");
+                    return ExitCode::FAILURE;
+                }
+                Err(e) => eprintln!("scx_linger slurm {}: {e:#} (the job goes on)", hook.name()),
             }
             Ok(ExitCode::SUCCESS)
         }

@@ -16,6 +16,14 @@
 //!
 //! The record holds facts, not a class: the site's rules are applied by
 //! the agent, so a config reload reaches running jobs too.
+//!
+//! Reading the cgroup on its inotify event races slurmstepd, which starts
+//! the job's tasks a few milliseconds after making the cgroup. So once the
+//! agent has handed BPF a job cgroup's class it leaves `<id>.applied`
+//! beside the record, and the SPANK plugin, in each task before it execs
+//! (`slurm wait`), waits for that mark: the job's first instruction runs
+//! in its class. Without a record, or without a running agent, nobody
+//! waits.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -74,6 +82,49 @@ fn record_path(dir: &Path, job_id: u64) -> PathBuf {
     dir.join(format!("{job_id}.toml"))
 }
 
+fn applied_path(dir: &Path, job_id: u64) -> PathBuf {
+    dir.join(format!("{job_id}.applied"))
+}
+
+/// After BPF has the classes of `jobs` (job id, class name): mark each
+/// recorded job whose mark is missing. Best effort: a mark that cannot be
+/// written only makes `slurm wait` give up after its limit.
+pub fn mark_applied<'a>(dir: &Path, jobs: impl Iterator<Item = (u64, &'a str)>) {
+    for (id, class) in jobs {
+        let mark = applied_path(dir, id);
+        if record_path(dir, id).exists() && !mark.exists() {
+            let _ = std::fs::write(mark, class);
+        }
+    }
+}
+
+/// How long a task waits for the agent before it runs anyway.
+pub const WAIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `slurm wait`: return once the agent has applied job `job_id`'s class,
+/// at once when there is nothing to wait for (no record, no agent), or
+/// after WAIT_LIMIT. Says which, for slurmd's log.
+pub fn wait_applied(dir: &Path, job_id: u64, agent_runs: impl Fn() -> bool) -> Result<String> {
+    if !record_path(dir, job_id).exists() {
+        return Ok(format!("job {job_id} has no record: nothing to wait for"));
+    }
+    let started = std::time::Instant::now();
+    loop {
+        if let Ok(class) = std::fs::read_to_string(applied_path(dir, job_id)) {
+            return Ok(format!("job {job_id} runs as {class}"));
+        }
+        if !agent_runs() {
+            return Ok(format!("job {job_id}: scx_linger is not running"));
+        }
+        if started.elapsed() >= WAIT_LIMIT {
+            bail!(
+                "job {job_id} starts before scx_linger applied its class (waited {WAIT_LIMIT:?}): is the agent stuck? see `journalctl -u scx_linger`"
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
 /// The record the Prolog left for `job_id`; None if there is none (or it
 /// is unreadable: a job without a record runs by the other rules).
 pub fn read_record(dir: &Path, job_id: u64) -> Option<JobRecord> {
@@ -119,14 +170,17 @@ pub fn write_record(dir: &Path, rec: &JobRecord) -> Result<()> {
     std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Remove a job's record; a record already gone is no error.
+/// Remove a job's record and mark; what is already gone is no error.
 pub fn remove_record(dir: &Path, job_id: u64) -> Result<()> {
-    match std::fs::remove_file(record_path(dir, job_id)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(e).with_context(|| format!("removing the record of job {job_id}"))
+    for path in [applied_path(dir, job_id), record_path(dir, job_id)] {
+        match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(e).with_context(|| format!("removing {}", path.display()))
+            }
+            _ => {}
         }
-        _ => Ok(()),
     }
+    Ok(())
 }
 
 /// Which end of a job the hook runs at.
@@ -136,6 +190,9 @@ pub enum Hook {
     Prolog,
     /// Slurm's Epilog: remove the record.
     Epilog,
+    /// In each task before it runs (the SPANK plugin): wait until the
+    /// agent has applied the job's class.
+    Wait,
 }
 
 impl Hook {
@@ -143,6 +200,7 @@ impl Hook {
         match self {
             Hook::Prolog => "prolog",
             Hook::Epilog => "epilog",
+            Hook::Wait => "wait",
         }
     }
 }
@@ -154,6 +212,9 @@ impl Hook {
 pub fn run_hook(hook: Hook, dir: &Path) -> Result<String> {
     let rec = record_from_env(|k| std::env::var(k).ok())?;
     match hook {
+        Hook::Wait => wait_applied(dir, rec.job_id, || {
+            super::tag::agent_pid(Path::new(super::tag::PID_FILE)).is_some()
+        }),
         Hook::Prolog => {
             write_record(dir, &rec)?;
             super::tag::notify_agent();
@@ -209,6 +270,31 @@ mod tests {
         remove_record(dir.path(), 42).unwrap();
         assert_eq!(read_record(dir.path(), 42), None);
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_task_waits_for_the_agents_mark_only_when_there_is_one_to_wait_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let msg = wait_applied(d, 7, || true).unwrap();
+        assert!(msg.contains("no record"), "{msg}");
+        write_record(
+            d,
+            &JobRecord {
+                job_id: 7,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        let msg = wait_applied(d, 7, || false).unwrap();
+        assert!(msg.contains("not running"), "{msg}");
+        mark_applied(d, [(7, "guest"), (8, "primary")].into_iter());
+        let msg = wait_applied(d, 7, || true).unwrap();
+        assert!(msg.contains("runs as guest"), "{msg}");
+        // No record for job 8: no mark either.
+        assert!(!applied_path(d, 8).exists());
+        remove_record(d, 7).unwrap();
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 0);
     }
 
     #[test]

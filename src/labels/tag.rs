@@ -202,7 +202,8 @@ pub fn notify_agent() {
     );
 }
 
-fn agent_pid(pid_file: &Path) -> Option<i32> {
+/// The running agent's pid, if one runs.
+pub fn agent_pid(pid_file: &Path) -> Option<i32> {
     let pid: i32 = std::fs::read_to_string(pid_file)
         .ok()?
         .trim()

@@ -20,6 +20,7 @@ use crate::gangs::rotation::Rotation;
 use crate::labels::cgroups;
 use crate::labels::class::Class;
 use crate::labels::config::Config;
+use crate::labels::slurm;
 use crate::labels::tree::{Dirty, Tree};
 use crate::labels::watch::Change;
 use crate::observe::counters::Counters;
@@ -119,6 +120,15 @@ fn publish_labels(
     let counts = Class::ALL.map(|c| format!("{} {c}", count(c))).join(", ");
     let own = resolved.iter().filter(|r| r.own).count();
     let result = sched.sync_labels(&want);
+    if result.is_ok() {
+        // BPF has every class now: release the Slurm jobs waiting on it.
+        slurm::mark_applied(
+            Path::new(slurm::RECORD_DIR),
+            resolved
+                .iter()
+                .filter_map(|r| Some((slurm::job_id(&r.rel)?, r.class.name()))),
+        );
+    }
     *labelled = Labelled::new(started, resolved);
     match result {
         Ok(changed) if changed > 0 => {

@@ -128,7 +128,7 @@ impl Cluster {
         .unwrap();
         fs::write(
             dir.join("plugstack.conf"),
-            format!("required {SPANK_PLUGIN}\n"),
+            format!("required {SPANK_PLUGIN} agent={AGENT}\n"),
         )
         .unwrap();
         let conf = dir.join("slurm.conf");
@@ -196,10 +196,13 @@ impl Cluster {
             .to_string()
     }
 
-    /// Submit a batch job that spins `threads` CPU hogs for `secs`.
+    /// Submit a batch job that spins `threads` CPU hogs for `secs`. Its
+    /// first line writes the class the agent had applied to the job by
+    /// then, if any (see first_line()).
     fn spin_job(&self, args: &[&str], threads: usize, secs: u32) -> u64 {
         let script = format!(
-            "#!/bin/sh\nfor i in $(seq {threads}); do timeout {secs} sh -c 'while :; do :; done' & done\nwait\n"
+            "#!/bin/sh\necho \"applied: $(cat {RECORDS}/$SLURM_JOB_ID.applied 2>/dev/null)\"\n\
+             for i in $(seq {threads}); do timeout {secs} sh -c 'while :; do :; done' & done\nwait\n"
         );
         let out = self
             .cmd("sbatch")
@@ -322,6 +325,16 @@ fn wait_gone(c: &Cluster, jobs: &[u64]) {
     assert!(gone, "jobs {jobs:?} did not end: {}", c.logs());
 }
 
+/// What job `id` found applied when its first line ran ("" for nothing).
+fn first_line(c: &Cluster, id: u64) -> String {
+    let out = fs::read_to_string(c.dir.join(format!("log/job-{id}.out"))).unwrap_or_default();
+    let line = out.lines().next().unwrap_or_default();
+    line.strip_prefix("applied:")
+        .unwrap_or_else(|| panic!("job {id} wrote {out:?}"))
+        .trim()
+        .to_string()
+}
+
 fn records_left() -> Vec<String> {
     fs::read_dir(RECORDS)
         .map(|d| {
@@ -369,6 +382,10 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job() {
     assert!(s[0] > 0.80, "primary job got {:.2} of the node", s[0]);
     assert!(s[1] < 0.10, "guest job got {:.2} beside the primary", s[1]);
     wait_gone(&c, &[primary, guest]);
+    // The SPANK plugin held each job's first task until the agent had
+    // handed BPF its class: no instruction of the guest ran as primary.
+    assert_eq!(first_line(&c, guest), "guest");
+    assert_eq!(first_line(&c, primary), "primary");
     assert_eq!(
         records_left(),
         Vec::<String>::new(),
@@ -438,8 +455,8 @@ fn jobs_run_and_the_node_stays_up_when_the_agent_is_not_running() {
     let started = wait_until(Duration::from_secs(60), || job_cgroup(job).is_some());
     assert!(started, "job {job} did not start: {}", c.logs());
     wait_gone(&c, &[job]);
-    let out = fs::read_to_string(c.dir.join(format!("log/job-{job}.out"))).unwrap_or_default();
-    assert!(out.is_empty(), "the job said: {out}");
+    // Nothing applied and nothing waited for: the plugin lets it run.
+    assert_eq!(first_line(&c, job), "");
     assert_eq!(c.node_state(), "idle", "{}", c.logs());
     assert_eq!(
         records_left(),
