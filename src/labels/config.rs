@@ -252,7 +252,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_the_shipped_examples() {
+    fn parses_the_shipped_examples_and_the_packages_default() {
+        let default = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/etc/config.toml");
+        let cfg = Config::from_file(Path::new(default)).unwrap();
+        assert!(cfg.rules.is_empty() && cfg.slurm_rules.is_empty());
         for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/examples")).unwrap() {
             let path = entry.unwrap().path();
             if path.extension().is_some_and(|e| e == "toml") {

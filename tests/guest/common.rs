@@ -124,12 +124,17 @@ pub struct Agent {
 impl Agent {
     /// Start the agent and wait until the kernel reports it enabled.
     pub fn start(args: &[&str]) -> Agent {
+        Self::start_bin(std::path::Path::new(AGENT), args)
+    }
+
+    /// The same, with the agent binary at `bin` (an installed one).
+    pub fn start_bin(bin: &std::path::Path, args: &[&str]) -> Agent {
         // One log per agent: a test that restarts the agent keeps both.
         static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let log = results_dir().join(format!("agent-{}-{n}.log", std::process::id()));
         let out = fs::File::create(&log).unwrap();
-        let child = Command::new(AGENT)
+        let child = Command::new(bin)
             .arg("run")
             .args(args)
             .stdout(out.try_clone().unwrap())

@@ -11,6 +11,7 @@ mod lifecycle;
 mod load;
 mod many_cpus;
 mod node_shaped;
+mod package;
 mod preflight;
 mod slurm;
 mod stats;

@@ -15,6 +15,7 @@
 //! file over bench/common.rs) and verifier.rs (the BPF verifier budget).
 mod bench;
 mod demo;
+mod package;
 mod paths;
 mod progress;
 mod setup;
@@ -52,6 +53,9 @@ enum Command {
     /// The seed paper's experiments under each policy (icount guest): primary
     /// QoS beside guests, then job-queue throughput, efficiency and turnaround.
     Bench(bench::BenchArgs),
+    /// The Debian package: binary, systemd unit, /etc config, man pages,
+    /// completions, Slurm hooks and SPANK plugin (target/package/).
+    Package(package::PackageArgs),
 }
 
 fn main() {
@@ -64,6 +68,7 @@ fn main() {
         Command::Demo(a) => demo::run(&a),
         Command::Bench(a) => bench::run(&a),
         Command::Verifier(a) => verifier::run(&a),
+        Command::Package(a) => package::run(&a),
     };
     match result {
         Ok(code) => std::process::exit(code),

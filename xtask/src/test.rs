@@ -188,6 +188,9 @@ pub fn run(args: &TestArgs) -> Result<i32> {
     step("building the guest integration tests");
     let exe = build_guest_tests()?;
     crate::spank::build()?;
+    // The package the guest installs (tests/guest/package.rs), from the
+    // debug build the other guest tests run.
+    crate::package::build(true)?;
     let mut failures = Vec::new();
     for k in &kernels {
         for pass in passes(args) {

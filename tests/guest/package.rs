@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The Debian package (`cargo xtask package`; `cargo xtask test` builds it
+//! from the debug binary), installed by dpkg into a root of its own in the
+//! guest, and what it installed put to use: the unit through systemd's own
+//! verifier, the man pages through man, the completions through their
+//! shells, the installed binary loading the scheduler with the installed
+//! config. Then removed and purged: nothing of it stays.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::common::*;
+
+const DEB: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/target/package/scx-linger_",
+    env!("CARGO_PKG_VERSION"),
+    "_amd64.deb"
+);
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{cmd:?}: {text}");
+    text
+}
+
+fn dpkg(root: &Path) -> Command {
+    let mut c = Command::new("dpkg");
+    c.arg(format!("--root={}", root.display()));
+    c
+}
+
+/// Files under `dir`, relative, directories left out.
+fn files(dir: &Path) -> Vec<String> {
+    walkdir::WalkDir::new(dir)
+        .into_iter()
+        .flatten()
+        .filter(|e| !e.file_type().is_dir())
+        .map(|e| e.path().strip_prefix(dir).unwrap().display().to_string())
+        .collect()
+}
+
+#[test]
+fn the_package_installs_works_and_leaves_nothing_when_purged() {
+    require_guest();
+    assert!(
+        Path::new(DEB).exists(),
+        "{DEB} is missing: run the guest tests with `cargo xtask test`, which builds it"
+    );
+    // The guest's own tmpfs: a root of its own, with an empty dpkg database.
+    let root = PathBuf::from("/run/scx-linger-pkgroot");
+    let _ = fs::remove_dir_all(&root);
+    fs::create_dir_all(root.join("var/lib/dpkg/info")).unwrap();
+    fs::create_dir_all(root.join("var/lib/dpkg/updates")).unwrap();
+    fs::write(root.join("var/lib/dpkg/status"), "").unwrap();
+    // Its libraries are the guest's own; this root has no libc6 package.
+    run(dpkg(&root).args(["--force-depends", "-i", DEB]));
+    let status = run(Command::new("dpkg-query")
+        .arg(format!("--root={}", root.display()))
+        .args(["-W", "-f=${Status} ${Conffiles}", "scx-linger"]));
+    assert!(status.starts_with("install ok installed"), "{status}");
+    assert!(
+        status.contains("/etc/scx_linger/config.toml"),
+        "a conffile: {status}"
+    );
+
+    // The unit, as installed, through systemd's verifier: with the
+    // system's targets it is ordered against and the kill its reload runs.
+    let units = ["/usr/lib/systemd/system", "/lib/systemd/system"]
+        .into_iter()
+        .find(|p| Path::new(p).join("multi-user.target").exists())
+        .expect("the system's systemd units");
+    let system_units = root.join("usr/lib/systemd/system");
+    fs::create_dir_all(&system_units).unwrap();
+    run(Command::new("cp")
+        .args(["-a", &format!("{units}/.")])
+        .arg(&system_units));
+    fs::create_dir_all(root.join("bin")).unwrap();
+    fs::copy("/bin/kill", root.join("bin/kill")).unwrap();
+    let verify = run(Command::new("systemd-analyze")
+        .arg("verify")
+        .arg(format!("--root={}", root.display()))
+        .arg("scx_linger.service"));
+    assert!(verify.trim().is_empty(), "systemd-analyze verify: {verify}");
+
+    // Man pages render; completions parse in their shells.
+    let man = run(Command::new("man")
+        .env("MANWIDTH", "80")
+        .arg("-l")
+        .arg(root.join("usr/share/man/man1/scx_linger-slurm.1.gz")));
+    assert!(man.contains("prolog") && man.contains("epilog"), "{man}");
+    run(Command::new("bash")
+        .arg("-n")
+        .arg(root.join("usr/share/bash-completion/completions/scx_linger")));
+
+    // The installed binary runs the scheduler with the installed config.
+    let bin = root.join("usr/sbin/scx_linger");
+    let cfg = root.join("etc/scx_linger/config.toml");
+    let agent = Agent::start_bin(&bin, &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(state(), "enabled");
+    let (code, out) = agent.stop();
+    assert!(code.success(), "{out}");
+
+    // Removed, the conffile stays (dpkg's rule); purged, nothing does.
+    run(dpkg(&root).args(["-r", "scx-linger"]));
+    let left: Vec<String> = files(&root)
+        .into_iter()
+        .filter(|f| f.starts_with("etc/scx_linger") || f.starts_with("usr/"))
+        .filter(|f| !f.starts_with("usr/lib/systemd/system/") || f.contains("scx_linger"))
+        .collect();
+    assert_eq!(left, vec!["etc/scx_linger/config.toml".to_string()]);
+    run(dpkg(&root).args(["--purge", "scx-linger"]));
+    assert!(
+        !root.join("etc/scx_linger").exists(),
+        "purge leaves the config"
+    );
+    let _ = fs::remove_dir_all(&root);
+}
