@@ -24,9 +24,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
+use crate::trace;
 
 const ADDR: &str = "10.77.0.1";
 const RECORDS: &str = "/run/scx_linger/slurm";
+const METRICS_PORT: u16 = 9477;
 
 /// The node's name: slurmctld runs only on the host SlurmctldHost names.
 fn node() -> String {
@@ -117,7 +119,8 @@ impl Cluster {
                  MpiDefault=none\nReturnToService=2\nSlurmdTimeout=30\n\
                  NodeName={node} NodeAddr={ADDR} CPUs={cpus} State=UNKNOWN\n\
                  PartitionName=primary Nodes={node} Default=YES OverSubscribe=FORCE:1 MaxTime=INFINITE State=UP\n\
-                 PartitionName=guest Nodes={node} OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n"
+                 PartitionName=guest Nodes={node} OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n\
+                 PartitionName=parallel Nodes={node} OverSubscribe=FORCE:2 MaxTime=INFINITE State=UP\n"
             ),
         )
         .unwrap();
@@ -358,7 +361,12 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job() {
         "[[slurm_rule]]\npartition = \"guest\"\nclass = \"guest\"\n",
     )
     .unwrap();
-    let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
+    let agent = Agent::start(&[
+        "--config",
+        cfg.to_str().unwrap(),
+        "--metrics-addr",
+        &format!("127.0.0.1:{METRICS_PORT}"),
+    ]);
     let c = Cluster::start();
     let n = nr_cpus();
     let primary = c.spin_job(&["-p", "primary"], n, 14);
@@ -376,6 +384,15 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job() {
     assert!(
         g["source"].as_str().unwrap().contains("partition=guest"),
         "{g}"
+    );
+    // And in the metrics, on the job's info series.
+    let metrics = http_get(METRICS_PORT, "/metrics").expect("scraping /metrics");
+    let info = format!("class=\"guest\",slurm_job_id=\"{guest}\"}} 1");
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("scx_linger_job_info{") && l.ends_with(&info)),
+        "no scx_linger_job_info for job {guest}"
     );
     // Generous bounds for a loaded 2-core host; under EEVDF the two jobs
     // would split the CPUs about evenly.
@@ -463,4 +480,99 @@ fn jobs_run_and_the_node_stays_up_when_the_agent_is_not_running() {
         Vec::<String>::new(),
         "the Epilog leaves nothing"
     );
+}
+
+/// The running threads (the spinning shells) of job `id`'s cgroup.
+fn spinners(id: u64) -> Vec<i32> {
+    let Some(cg) = job_cgroup(id) else {
+        return Vec::new();
+    };
+    walkdir::WalkDir::new(cg)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_name() == "cgroup.threads")
+        .filter_map(|e| fs::read_to_string(e.path()).ok())
+        .flat_map(|t| {
+            t.lines()
+                .filter_map(|l| l.trim().parse::<i32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .filter(|tid| {
+            let comm = fs::read_to_string(format!("/proc/{tid}/comm")).unwrap_or_default();
+            let cmd = fs::read_to_string(format!("/proc/{tid}/cmdline")).unwrap_or_default();
+            comm.trim() == "sh" && cmd.contains("while")
+        })
+        .collect()
+}
+
+/// A site rule makes the `parallel` partition's jobs gangs: two such jobs
+/// on the same cores take turns, each with its threads running together,
+/// by the kernel's sched_switch trace.
+#[test]
+fn parallel_jobs_are_gangs_that_take_turns_with_their_threads_together() {
+    require_guest();
+    let cfg = results_dir().join("slurm-gangs.toml");
+    fs::write(
+        &cfg,
+        "[[slurm_rule]]\npartition = \"parallel\"\nclass = \"gang\"\nslot_ms = 100\n",
+    )
+    .unwrap();
+    let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
+    let c = Cluster::start();
+    let n = nr_cpus();
+    let jobs = [
+        c.spin_job(&["-p", "parallel"], n, 30),
+        c.spin_job(&["-p", "parallel"], n, 30),
+    ];
+    let s = shares(&c, &jobs, Duration::from_secs(1));
+    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats --json");
+    for j in jobs {
+        let suffix = format!("/job_{j}");
+        let g = v["gangs"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|g| g["path"].as_str().is_some_and(|p| p.ends_with(&suffix)))
+            .unwrap_or_else(|| {
+                let ls = agent_output(Command::new(AGENT).args(["ls", "--all"]));
+                panic!(
+                    "job {j} is not among the gangs: {v}\n{}",
+                    String::from_utf8_lossy(&ls.stdout)
+                )
+            });
+        assert_eq!(g["class"], "gang", "{g}");
+    }
+    let tids = jobs.map(spinners);
+    assert!(
+        tids.iter().all(|t| t.len() == n),
+        "spinning threads per job: {tids:?}"
+    );
+    let runs = trace::record_switches(Duration::from_secs(3), "mono");
+    let together = tids.each_ref().map(|t| {
+        let (any, all) = trace::any_and_all(&runs, t);
+        all / any.max(1e-9)
+    });
+    let overlap = trace::overlap(&runs, &tids[0], &tids[1]);
+    figure(&format!(
+        "slurm gangs: 2 parallel jobs x {n} threads, members together {:.0}% / {:.0}% of their run time, jobs overlapping {:.2} s of 3 s, node shares {:.0}% / {:.0}%",
+        together[0] * 100.0,
+        together[1] * 100.0,
+        overlap,
+        s[0] * 100.0,
+        s[1] * 100.0
+    ));
+    // Generous bounds for a loaded 2-core host running the vCPUs.
+    assert!(
+        together.iter().all(|t| *t > 0.6),
+        "members together {together:?}"
+    );
+    assert!(
+        overlap < 0.6,
+        "the two gangs overlapped {overlap:.2} s of 3 s"
+    );
+    assert!(s.iter().all(|x| *x > 0.15), "each gang progresses: {s:?}");
+    wait_gone(&c, &jobs);
+    drop(c);
+    drop(agent);
 }
