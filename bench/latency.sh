@@ -43,10 +43,20 @@ stop_duty() {
 }
 
 # One cyclictest run; prints its non-empty histogram buckets as
-# us:count pairs and its overflow count.
+# us:count pairs and its overflow count. No -p: cyclictest's -p makes the
+# measuring thread SCHED_FIFO whatever --policy says, and an RT thread
+# bypasses sched_ext (this bench measured one until 2026-11-24), so the
+# run checks the thread's class while it runs.
 cyclic() {
 	settle
-	cyclictest --policy=other -p 0 -i 1000 -l "$LOOPS" -t 1 -q -h $HIST_US > /tmp/cyc.out 2>&1 || {
+	cyclictest -i 1000 -l "$LOOPS" -t 1 -q -h $HIST_US --policy=other > /tmp/cyc.out 2>&1 &
+	cyc=$!
+	sleep 0.5
+	if ps -L -o cls= -p $cyc | grep -qv TS; then
+		echo "cyclictest's threads are not all SCHED_OTHER: $(ps -L -o cls=,comm= -p $cyc | tr '\n' ' ')" >&2
+		exit 1
+	fi
+	wait $cyc || {
 		echo "cyclictest failed: $(tail -2 /tmp/cyc.out)" >&2
 		exit 1
 	}
