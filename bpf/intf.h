@@ -249,7 +249,7 @@ struct linger_job_acct {
  */
 enum linger_stat {
 	LINGER_STAT_DIRECT_IDLE,	/* primary woken onto an idle CPU */
-	LINGER_STAT_DIRECT_PINNED,	/* per-CPU primary straight to its CPU */
+	LINGER_STAT_DIRECT_PINNED,	/* per-CPU kthread straight to its CPU */
 	LINGER_STAT_ENQ_PRIMARY,	/* queued on the primary DSQ */
 	LINGER_STAT_ENQ_GUEST,		/* queued on the guest DSQ */
 	LINGER_STAT_DISPATCH_PRIMARY,	/* primary DSQ -> a CPU */

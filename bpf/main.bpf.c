@@ -19,9 +19,10 @@
  *    starts running a guest meanwhile is kicked (preempt.bpf.c). Guests
  *    always go through the guest DSQ, so a CPU choosing its next task
  *    always sees waiting primaries first.
- *  - Per-CPU primaries (kworkers, ksoftirqd, pinned tasks) go straight to
- *    their CPU's local DSQ, where they run before anything queued in a
- *    tier DSQ: they must not wait behind a compute job's long slice.
+ *  - Per-CPU kernel threads (kworkers, ksoftirqd) and tasks that cannot
+ *    migrate go straight to their CPU's local DSQ, where they run before
+ *    anything queued in a tier DSQ: they must not wait behind a compute
+ *    job's long slice.
  *  - Starved guests get a bounded trickle of CPU (guard.bpf.c), so the
  *    kernel's watchdog never sees a task wait too long and a guest holding
  *    something a primary needs always gets through.
@@ -222,21 +223,40 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	}
 	if (tier == LINGER_TIER_PRIMARY) {
 		/*
-		 * A primary that can only run on the CPU it is on gains nothing
-		 * from the shared queue: give it that CPU's local DSQ, and take
-		 * the CPU from a guest if one holds it.
+		 * A per-CPU kernel thread, or a task that cannot migrate, gains
+		 * nothing from the shared queue: give it its CPU's local DSQ,
+		 * and take the CPU from a guest if one holds it. Not a user task
+		 * pinned to one CPU: on a 1-CPU node or in a 1-core cpuset every
+		 * task is, and the local DSQ is FIFO, so vtime order would be
+		 * lost and a waking short sleeper would queue behind a compute
+		 * job's whole burst (cyclictest beside a duty primary on 1 CPU
+		 * waited up to 10 ms). The primary DSQ hands each CPU the first
+		 * task that may run there.
 		 */
-		if (p->nr_cpus_allowed == 1 || is_migration_disabled(p)) {
+		if (((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) ||
+		    is_migration_disabled(p)) {
 			stat_inc(LINGER_STAT_DIRECT_PINNED);
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
-					   enq_flags);
 			cpu = scx_bpf_task_cpu(p);
 			if (cpu_runs_guest(cpu)) {
-				scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+				enq_flags |= SCX_ENQ_PREEMPT;
 				stat_inc(LINGER_STAT_PREEMPT_GUEST);
-			} else if (enq_flags & SCX_ENQ_WAKEUP) {
-				wakeup_preempt(p, tctx);
+			} else if ((enq_flags & SCX_ENQ_WAKEUP) &&
+				   wakeup_preempts(p, tctx)) {
+				enq_flags |= SCX_ENQ_PREEMPT;
 			}
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
+					   enq_flags);
+			return;
+		}
+		/*
+		 * A short sleeper that may take its CPU from the primary there
+		 * (wakeup.bpf.c) goes straight to that CPU. Decided before the
+		 * shared queue, so that it never waits in it; when it is not,
+		 * the order below (queue first, then look at guest_cpus) holds.
+		 */
+		if ((enq_flags & SCX_ENQ_WAKEUP) && wakeup_preempts(p, tctx)) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
+					   enq_flags | SCX_ENQ_PREEMPT);
 			return;
 		}
 		stat_inc(LINGER_STAT_ENQ_PRIMARY);
@@ -266,13 +286,9 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
-	/*
-	 * No idle CPU: a primary takes one from a guest, else a short sleeper
-	 * that just woke may take its own CPU from a primary (wakeup.bpf.c).
-	 */
-	if (tier == LINGER_TIER_PRIMARY && !preempt_guest_for(p) &&
-	    (enq_flags & SCX_ENQ_WAKEUP))
-		wakeup_preempt(p, tctx);
+	/* No idle CPU: a primary takes one from a guest. */
+	if (tier == LINGER_TIER_PRIMARY)
+		preempt_guest_for(p);
 }
 
 /*

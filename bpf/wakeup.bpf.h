@@ -24,10 +24,11 @@ void wakeup_note_running(struct task_struct *p, struct task_ctx *tctx);
 /* stopping(): @tctx's task leaves its CPU after running @ran ns. */
 void wakeup_note_stopping(struct task_ctx *tctx, u64 ran);
 /*
- * enqueue(): primary @p woke and queued with no idle CPU and no guest to
- * take over: preempt the primary on its CPU if the rule allows; true if
- * it kicked.
+ * enqueue(): primary @p woke (select_cpu() found no idle CPU and no guest
+ * to take over, or was not asked): true if the rule lets it preempt the
+ * primary on its CPU. The caller then inserts it into that CPU's local
+ * DSQ with SCX_ENQ_PREEMPT (counted here).
  */
-bool wakeup_preempt(struct task_struct *p, struct task_ctx *tctx);
+bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx);
 
 #endif /* __SCX_LINGER_WAKEUP_BPF_H */
