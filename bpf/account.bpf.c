@@ -156,18 +156,26 @@ __hidden u64 account_ran(const struct task_ctx *tctx, u64 now)
 	return now - tctx->acct.run_start;
 }
 
+/* Charge @ran ns to the task's class, in this CPU's copy. */
+static void charge_class(const struct task_ctx *tctx, u64 ran)
+{
+	struct linger_cpu_acct *ca = lookup_cpu_acct();
+	u32 acct = task_acct(tctx);
+
+	if (ca && acct < LINGER_NR_CLASSES)
+		ca->cpu_ns[acct] += ran;
+}
+
 /*
  * Charge what the task ran since run_start to its class and job, and
- * start counting afresh. Called when it stops, and when dispatch() lets
- * it keep its CPU for another slice (no stopping()/running() pair then):
- * a task that holds a CPU for seconds shows up slice by slice, not in one
- * lump when it finally stops. Returns the time charged.
+ * start counting afresh. Called when dispatch() lets it keep its CPU for
+ * another slice (no stopping()/running() pair then): a task that holds a
+ * CPU for seconds shows up slice by slice, not in one lump when it
+ * finally stops. Returns the time charged.
  */
 __hidden u64 account_checkpoint(struct task_ctx *tctx, u64 now)
 {
-	struct linger_cpu_acct *ca;
 	struct linger_job_acct *ja;
-	u32 acct = task_acct(tctx);
 	u64 ran, job;
 
 	ran = account_ran(tctx, now);
@@ -176,10 +184,7 @@ __hidden u64 account_checkpoint(struct task_ctx *tctx, u64 now)
 	tctx->acct.run_start = now;
 	if (!accounting)
 		return ran;
-
-	ca = lookup_cpu_acct();
-	if (ca && acct < LINGER_NR_CLASSES)
-		ca->cpu_ns[acct] += ran;
+	charge_class(tctx, ran);
 	job = tctx->acct.running_job;
 	ja = job ? bpf_map_lookup_elem(&job_accts, &job) : NULL;
 	if (ja)
@@ -188,27 +193,34 @@ __hidden u64 account_checkpoint(struct task_ctx *tctx, u64 now)
 }
 
 /*
- * stopping(): charge the run to the task's class and job. @runnable: it
- * is still ready to run (preempted, slice over), so it waits from now.
- * Returns the length of the run's last stretch.
+ * stopping(): charge the run to the task's class and job, as
+ * account_checkpoint() does, and the job runs one thread fewer: one
+ * lookup of the job's entry for both (every context switch passes here).
+ * @runnable: it is still ready to run (preempted, slice over), so it
+ * waits from now. Returns the length of the run's last stretch.
  */
 __hidden u64 account_stopping(struct task_ctx *tctx, bool runnable, u64 now)
 {
 	struct linger_job_acct *ja;
-	u64 ran = account_checkpoint(tctx, now), job;
+	u64 ran = account_ran(tctx, now), job;
 
 	if (!tctx)
 		return 0;
 	tctx->acct.run_start = 0;
 	if (!accounting)
 		return ran;
+	if (ran)
+		charge_class(tctx, ran);
 	if (runnable)
 		tctx->acct.ready_at = now;
 	job = tctx->acct.running_job;
 	tctx->acct.running_job = 0;
 	ja = job ? bpf_map_lookup_elem(&job_accts, &job) : NULL;
-	if (ja)
-		__sync_fetch_and_sub(&ja->nr_running, 1);
+	if (!ja)
+		return ran;
+	if (ran)
+		__sync_fetch_and_add(&ja->cpu_ns, ran);
+	__sync_fetch_and_sub(&ja->nr_running, 1);
 	return ran;
 }
 

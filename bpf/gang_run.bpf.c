@@ -121,10 +121,12 @@ __hidden enum gang_dispatch gang_dispatch(u32 tier, s32 cpu,
 					  struct task_ctx *ptctx, u64 now)
 {
 	u64 mask = gang_admitted(tier);
-	u32 gang = sched_gang(ptctx), g;
+	u32 gang, g;
 
+	/* Every dispatch asks, gangs or none: the cached mask first. */
 	if (!mask)
 		return GANG_NOTHING;
+	gang = sched_gang(ptctx);
 	if (prev && gang != LINGER_GANG_NONE && ptctx->cls.tier == tier &&
 	    (mask & gang_bit(gang_of_ref(gang))) &&
 	    !scx_bpf_dsq_nr_queued(GANG_DSQ(gang_of_ref(gang)))) {
@@ -176,10 +178,12 @@ __noinline bool gang_relief(u64 now)
 	struct task_ctx *qctx;
 	bool overdue;
 
-	/* Called at every dispatch in a slot: the cheap tests first. */
-	if (!cctx || !relief_wait_ns ||
-	    !scx_bpf_dsq_nr_queued(LINGER_TIER_PRIMARY) ||
-	    !gang_admitted(LINGER_TIER_PRIMARY))
+	/*
+	 * Called at every dispatch outside the open phase, gangs or none:
+	 * the cheap tests first (the cached admission before a DSQ lookup).
+	 */
+	if (!relief_wait_ns || !gang_admitted(LINGER_TIER_PRIMARY) || !cctx ||
+	    !scx_bpf_dsq_nr_queued(LINGER_TIER_PRIMARY))
 		return false;
 	if (time_before(now, cctx->relief_end))
 		return relief_take(cctx);

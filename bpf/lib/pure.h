@@ -85,6 +85,9 @@ static inline u32 admit_first(u64 mask, u64 cycle_no)
 	u32 nr = 0, i;
 	u64 k;
 
+	/* The slot timer asks at every tick, gangs or none. */
+	if (!mask)
+		return 0;
 	pure_for(i, 0, LINGER_MAX_GANGS) {
 		if (mask & gang_bit(i))
 			nr++;
