@@ -47,6 +47,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         timeout: 600 + u64::from(args.seconds),
         icount: false,
         single_thread: false,
+        qemu_plugin: None,
         cmd: vec![
             "sh".into(),
             script.to_string_lossy().into_owned(),

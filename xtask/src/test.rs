@@ -215,6 +215,7 @@ pub fn run(args: &TestArgs) -> Result<i32> {
                 timeout: pass.timeout,
                 icount: false,
                 single_thread: pass.single_thread,
+                qemu_plugin: None,
                 cmd: vec![vm::command_string(&cmd)],
             })?;
             let what = format!("{k}, {} pass", pass.name);

@@ -95,6 +95,7 @@ pub fn run(args: &VerifierArgs) -> Result<i32> {
             timeout: 900,
             icount: false,
             single_thread: false,
+            qemu_plugin: None,
             cmd: vec![vm::command_string(&cmd)],
         })?;
         let measured =

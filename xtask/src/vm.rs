@@ -57,6 +57,11 @@ pub struct VmArgs {
     /// 8 vCPUs and all at 64; single-threaded TCG has shown none.
     #[arg(long)]
     pub single_thread: bool,
+    /// Load a QEMU TCG plugin, as QEMU's `-plugin` takes it (the .so and
+    /// its `,name=value` arguments); `{results}` stands for this boot's
+    /// results folder (`cargo xtask bench --profile`).
+    #[arg(long)]
+    pub qemu_plugin: Option<String>,
     /// The command to run in the guest (through `sh -c`).
     #[arg(last = true, required = true)]
     pub cmd: Vec<String>,
@@ -219,6 +224,10 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
         // vng passes a plain `-smp N` too; QEMU merges the two.
         qemu_opts.push(t.qemu_smp());
         numa = t.vng_numa(&args.mem)?;
+    }
+    if let Some(plugin) = &args.qemu_plugin {
+        let results = dir.to_string_lossy();
+        qemu_opts.push(format!("-plugin {}", plugin.replace("{results}", &results)));
     }
     let console = std::fs::File::create(dir.join("console.log"))?;
     let mut cmd = Command::new(&vng);

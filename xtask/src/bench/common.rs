@@ -88,6 +88,19 @@ pub fn run_script(
     env: &[(String, String)],
     args: &[String],
 ) -> Result<String> {
+    Ok(run_script_with(script, cpus, icount, env, args, None)?.0)
+}
+
+/// run_script(), with a QEMU plugin loaded (VmArgs::qemu_plugin); also
+/// returns the boot's results folder, for what the script left there.
+pub fn run_script_with(
+    script: &str,
+    cpus: u32,
+    icount: bool,
+    env: &[(String, String)],
+    args: &[String],
+    qemu_plugin: Option<String>,
+) -> Result<(String, std::path::PathBuf)> {
     let root = project_root();
     let path = |p: &str| root.join(p).to_string_lossy().into_owned();
     let mut cmd = vec!["env".to_string()];
@@ -107,6 +120,7 @@ pub fn run_script(
         timeout: 3600,
         icount,
         single_thread: false,
+        qemu_plugin,
         cmd,
     })?;
     if outcome.exit_code != 0 {
@@ -115,7 +129,8 @@ pub fn run_script(
             outcome.exit_code
         );
     }
-    Ok(std::fs::read_to_string(outcome.dir.join("output.log"))?)
+    let raw = std::fs::read_to_string(outcome.dir.join("output.log"))?;
+    Ok((raw, outcome.dir))
 }
 
 /// The parameters line a bench script prints first (`# kernel=... ...`).

@@ -16,13 +16,13 @@ use crate::paths::project_root;
 
 /// A latency histogram: 1 us buckets, and the samples past its end.
 #[derive(Debug, Default, Clone)]
-struct Hist {
+pub(super) struct Hist {
     buckets: BTreeMap<u64, u64>,
     over: u64,
 }
 
 impl Hist {
-    fn add_line(&mut self, line: &str) {
+    pub(super) fn add_line(&mut self, line: &str) {
         for kv in line.split_whitespace() {
             if let Some((us, n)) = kv.split_once(':') {
                 if let (Ok(us), Ok(n)) = (us.parse::<u64>(), n.parse::<u64>()) {
@@ -33,13 +33,13 @@ impl Hist {
         self.over += field(line, "over").unwrap_or(0.0) as u64;
     }
 
-    fn count(&self) -> u64 {
+    pub(super) fn count(&self) -> u64 {
         self.buckets.values().sum::<u64>() + self.over
     }
 
     /// The smallest bucket holding fraction `q` of the samples; None if
     /// that lies past the histogram's end.
-    fn quantile(&self, q: f64) -> Option<u64> {
+    pub(super) fn quantile(&self, q: f64) -> Option<u64> {
         let want = (q * self.count() as f64).ceil().max(1.0) as u64;
         let mut seen = 0;
         for (&us, &n) in &self.buckets {
@@ -51,7 +51,7 @@ impl Hist {
         None
     }
 
-    fn max(&self) -> Option<u64> {
+    pub(super) fn max(&self) -> Option<u64> {
         (self.over == 0)
             .then(|| self.buckets.keys().next_back().copied())
             .flatten()

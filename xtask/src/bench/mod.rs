@@ -15,6 +15,7 @@ mod gang;
 mod latency;
 mod overhead;
 mod plot;
+mod profile;
 mod qos;
 mod queue;
 mod scaling;
@@ -79,6 +80,12 @@ pub struct BenchArgs {
     /// --cpus 1,2,4,8,16), one icount boot per count, with a PNG.
     #[arg(long)]
     pub scaling: bool,
+    /// Profile a primary's wake-up instead (bench/profile.sh): guest
+    /// kernel instructions per function, counted by a QEMU plugin
+    /// (bench/profile/insn_profile.c), under EEVDF and scx_linger beside
+    /// duty primaries, alone and beside guests; one icount boot, 1 vCPU.
+    #[arg(long)]
+    pub profile: bool,
 }
 
 fn sizes(args: &BenchArgs) -> Sizes {
@@ -134,6 +141,10 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         for &cpus in &args.cpus {
             latency::run(cpus, args.repeats.max(1), &env)?;
         }
+        return Ok(0);
+    }
+    if args.profile {
+        profile::run(5000, &env)?;
         return Ok(0);
     }
     if args.scaling {
