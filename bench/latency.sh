@@ -24,7 +24,6 @@ AGENT=$1 BIN=$2 REPEATS=${3:-2} LOOPS=${4:-10000}
 stage_bins
 NCPU=$(nproc)
 ITERS=$("$BIN/duty" calibrate 10)
-HIST_US=20000
 echo "# kernel=$(uname -r) cpus=$NCPU cyclictest SCHED_OTHER -i 1000 -l $LOOPS (x$REPEATS); duty primaries iters_per_10ms=$ITERS"
 setup_cgroups
 
@@ -42,29 +41,20 @@ stop_duty() {
 	duty=
 }
 
-# One cyclictest run; prints its non-empty histogram buckets as
-# us:count pairs and its overflow count. No -p: cyclictest's -p makes the
-# measuring thread SCHED_FIFO whatever --policy says, and an RT thread
-# bypasses sched_ext (this bench measured one until 2026-11-24), so the
-# run checks the thread's class while it runs.
+# One cyclictest run (lib.sh); prints its non-empty histogram buckets as
+# us:count pairs and its overflow count.
 cyclic() {
 	settle
-	cyclictest -i 1000 -l "$LOOPS" -t 1 -q -h $HIST_US --policy=other > /tmp/cyc.out 2>&1 &
-	cyc=$!
-	sleep 0.5
-	if ps -L -o cls= -p $cyc | grep -qv TS; then
-		echo "cyclictest's threads are not all SCHED_OTHER: $(ps -L -o cls=,comm= -p $cyc | tr '\n' ' ')" >&2
-		exit 1
-	fi
-	wait $cyc || {
-		echo "cyclictest failed: $(tail -2 /tmp/cyc.out)" >&2
-		exit 1
-	}
+	cyclictest_other "$LOOPS" /tmp/cyc.out || exit 1
 	awk '/^[0-9]/ { if ($2 > 0) printf "%d:%d ", $1, $2 }
 	     /Histogram Overflows/ { printf "over=%d", $NF }' /tmp/cyc.out
 }
 reps() {
-	for rep in $(seq "$REPEATS"); do echo "case=$1 rep=$rep $(cyclic)"; done
+	for rep in $(seq "$REPEATS"); do
+		# A failed run fails the bench, not just its command substitution.
+		hist=$(cyclic) || exit 1
+		echo "case=$1 rep=$rep $hist"
+	done
 }
 
 # On a quiet node.
@@ -117,7 +107,8 @@ start_sched linger
 start_guests linger
 sysctl -q kernel.bpf_stats_enabled=1
 prog_stats > /tmp/ops.0
-echo "case=linger_stats rep=1 $(cyclic)"
+hist=$(cyclic) || exit 1
+echo "case=linger_stats rep=1 $hist"
 prog_stats > /tmp/ops.1
 sysctl -q kernel.bpf_stats_enabled=0
 join /tmp/ops.0 /tmp/ops.1 | while read -r name ns0 cnt0 ns1 cnt1; do

@@ -120,3 +120,29 @@ stop_sched() {
 	sched_pid=
 	until [ "$(cat /sys/kernel/sched_ext/state)" = disabled ]; do sleep 0.05; done
 }
+
+# cyclictest_other LOOPS OUT: one cyclictest run of LOOPS 1 ms wake-ups
+# as an ordinary (SCHED_OTHER) task, its output (with a histogram in 1 us
+# buckets up to 20 ms) in OUT; fails unless it ran as SCHED_OTHER. No -p:
+# cyclictest's -p makes the measuring thread SCHED_FIFO whatever
+# --policy says, and an RT thread bypasses sched_ext (the latency bench
+# measured one until 2026-11-24), so the run checks its threads' class
+# while it runs: the main thread and the measuring one, both TS.
+cyclictest_other() {
+	cyclictest -i 1000 -l "$1" -t 1 -q -h 20000 --policy=other > "$2" 2>&1 &
+	cyc=$!
+	sleep 0.5
+	classes=$(ps -L -o cls= -p $cyc | tr -d ' ' | sort | uniq -c | tr '\n' ' ')
+	case $classes in
+	*" 2 TS "* | "2 TS "*) ;;
+	*)
+		echo "cyclictest's threads are not the two SCHED_OTHER ones expected: $classes" >&2
+		kill $cyc 2> /dev/null
+		return 1
+		;;
+	esac
+	wait $cyc || {
+		echo "cyclictest failed: $(tail -2 "$2")" >&2
+		return 1
+	}
+}

@@ -32,6 +32,9 @@ window() {
 	settle
 	touch "$OUT/on"
 	await on.seen y
+	# The arguments of lib.sh's cyclictest_other, without its check: the
+	# ps that reads the threads' class would count in the window (the
+	# latency bench checks that these arguments give SCHED_OTHER).
 	cyclictest -i 1000 -l "$LOOPS" -t 1 -q -h 20000 --policy=other > /tmp/cyc.out 2>&1 || exit 1
 	rm "$OUT/on"
 	await on.seen ""
