@@ -269,6 +269,7 @@ enum linger_stat {
 	LINGER_STAT_GANG_RELIEF,	/* relief turn for overdue ordinary work in a slot */
 	LINGER_STAT_AGE_RESCUE,		/* task run because it waited a quarter of the watchdog */
 	LINGER_STAT_WAKE_PREEMPT,	/* short-sleeping primary preempted a primary on waking */
+	LINGER_STAT_WAKE_DEFER,		/* ... timer armed to preempt once the running one has run long */
 	LINGER_STAT_SMT_KICK,		/* guest kicked off a core a primary started on */
 	LINGER_STAT_SMT_DECLINE,	/* CPU ran no guest: its sibling runs a primary */
 	LINGER_NR_STATS,

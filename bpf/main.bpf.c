@@ -197,6 +197,7 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 				   SCX_ENQ_PREEMPT);
 		return cpu;
 	}
+	wakeup_note_select(tctx, wake_flags);
 	return prev_cpu;
 }
 
@@ -614,6 +615,11 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 	ret = init_smt();
 	if (ret)
 		return ret;
+	ret = wakeup_timers_init();
+	if (ret) {
+		scx_bpf_error("failed to set up the wake-up timers: %d", ret);
+		return ret;
+	}
 	ret = gang_timer_init();
 	if (ret)
 		scx_bpf_error("failed to start the gang slot timer: %d", ret);

@@ -8,24 +8,30 @@
  * progress thread, cyclictest) waited up to a whole slice behind a
  * CPU-bound primary, where EEVDF lets it in within about a millisecond.
  *
- * The rule: a waking primary preempts the primary on the CPU it last ran
- * on when all of these hold:
- *  - the waker is a short sleeper: on average it ran at most
- *    WAKE_SHORT_BURST_NS per wake-up;
- *  - the running task is not: an ordinary primary (no gang member: those
- *    run by slot, and gang_run.bpf.c has its own relief for ordinary
- *    work) that had run longer than that since it last woke when its
- *    current run began (running() takes the snapshot), or does so on
- *    average. A task that starts short and then runs on is not
- *    preemptible until its next running(); judging the run so far at the
- *    waker's enqueue would be exact and is left to do. So short sleepers
- *    never preempt each other: measured
- *    before this condition, hackbench (40 tasks that each run briefly
- *    and wait on pipes) took 3.5 times as long, as every wake-up switched;
- *    and a compute job never preempts another, keeping its long slices;
+ * The rule: a waking primary takes the CPU it last ran on from the
+ * primary there when all of these hold:
+ *  - the waker is a short sleeper: it has run at most WAKE_SHORT_BURST_NS
+ *    since it last woke, and on average per wake-up;
+ *  - it was not woken with SCX_WAKE_SYNC, the waker's word that it is
+ *    about to sleep itself (a pipe or socket write: the woken task gets
+ *    the CPU soon anyway). Without this, hackbench (40 tasks that write to
+ *    and read from each other through pipes) switched ten times as often
+ *    and took 1.8 to 2.2 times as long as with the rule off; with it,
+ *    within a few percent (bench --overhead). A wake-up from an interrupt
+ *    (a timer, the network, a disk) is never sync. select_cpu() passes
+ *    the flag on; a task that may run on one CPU only skips select_cpu(),
+ *    and counts as not sync;
+ *  - the running task is not a short sleeper: an ordinary primary (no
+ *    gang member: those run by slot, and gang_run.bpf.c has its own
+ *    relief for ordinary work) that runs longer than that on average, or
+ *    has now run longer than that since it last woke;
  *  - the waker is owed CPU: its vtime is behind the running task's vtime
- *    when that one started (EEVDF's eligibility, in this scheduler's
- *    terms; a waker banks at most one slice, vtime_wake()).
+ *    as of now, what stopping() would charge it (EEVDF's eligibility, in
+ *    this scheduler's terms; a waker banks at most one slice,
+ *    vtime_wake()). As of now, not as of the running task's start: two
+ *    tasks that both slept long wake at the same floor, and the agent
+ *    (waking once a second) then kept cyclictest out for 3.5 ms.
+ *
  * The waker goes straight to its CPU's local DSQ with SCX_ENQ_PREEMPT,
  * which ends the running task's slice there and then: no trip through the
  * shared queue and the next dispatch(), and no kick (an irq_work and a
@@ -39,11 +45,17 @@
  * while it is behind: what it runs, it is charged. What the compute job
  * pays is one switch there and back per such wake-up, as under EEVDF.
  *
- * No minimum run is left to the preempted task, as EEVDF's run-to-parity
- * leaves one: sched_ext ends slices at the scheduler tick only (4 ms at
- * HZ=250), so a shortened slice would make the waker wait for the tick,
- * which is what a trace of cyclictest beside a CPU-bound primary showed
- * (waits of 4 and 20 ms where the waker arrived just after a switch).
+ * A running task that is short so far may not stay short: the agent
+ * itself woke for a short walk and then ran 3.4 ms (1 CPU, icount) while
+ * cyclictest waited behind it, and any primary may take a whole 20 ms
+ * slice that way. So when only the running task's burst so far keeps the
+ * waker out, the waker queues as usual and a BPF timer kicks its CPU
+ * (SCX_KICK_PREEMPT) at the moment that burst would pass
+ * WAKE_SHORT_BURST_NS, if the same run still goes on then; dispatch()
+ * then takes the waker from the queue in vtime order. A short sleeper thus
+ * waits at most about WAKE_SHORT_BURST_NS behind another primary. Not by
+ * shortening the running task's slice: sched_ext ends slices at the
+ * scheduler tick only (4 ms at HZ=250).
  *
  * Only the waker's previous CPU is looked at: it is where its cache is,
  * it is one lookup however many CPUs the node has, and the waker's
@@ -52,13 +64,16 @@
 #include "ctx.bpf.h"
 #include "stats.bpf.h"
 
-/* Longest average burst per wake-up of a task that may preempt. */
+/* Longest burst per wake-up, and average, of a short sleeper. */
 #define WAKE_SHORT_BURST_NS	(1000 * 1000ULL)
 
 /* What runs on each CPU: written by that CPU, read by wakers elsewhere. */
 struct wakeup_cpu {
 	u64	vtime;		/* the running task's vtime when it started */
-	bool	preemptible;	/* an ordinary primary that runs long */
+	u64	weight;		/* and its weight (task_weight()) */
+	u64	started;	/* when it started (0: no ordinary primary) */
+	u64	burst;		/* what it had run since it woke, then */
+	bool	long_avg;	/* it runs long on average */
 };
 
 struct {
@@ -68,6 +83,19 @@ struct {
 	__uint(max_entries, 1);
 } wakeup_cpus SEC(".maps");
 
+/* One per CPU: kicks it when its running task stops being short. */
+struct wakeup_timer {
+	struct bpf_timer timer;
+	u64	started;	/* the run it was armed for */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct wakeup_timer);
+	__uint(max_entries, LINGER_MAX_CPUS);
+} wakeup_timers SEC(".maps");
+
 __hidden void wakeup_note_wake(struct task_ctx *tctx)
 {
 	if (!tctx)
@@ -75,6 +103,12 @@ __hidden void wakeup_note_wake(struct task_ctx *tctx)
 	/* A running average over about four wake-ups. */
 	tctx->wk.avg_burst = (tctx->wk.avg_burst * 3 + tctx->wk.burst) / 4;
 	tctx->wk.burst = 0;
+}
+
+__hidden void wakeup_note_select(struct task_ctx *tctx, u64 wake_flags)
+{
+	if (tctx)
+		tctx->wk.sync_wake = wake_flags & SCX_WAKE_SYNC;
 }
 
 static bool short_sleeper(struct task_ctx *tctx)
@@ -90,14 +124,20 @@ __hidden void wakeup_note_running(struct task_struct *p, struct task_ctx *tctx)
 
 	if (!wc)
 		return;
-	wc->vtime = p->scx.dsq_vtime;
 	/*
 	 * Decided here, not by the caller: a branch in running() itself
 	 * doubles what the verifier walks through there.
 	 */
-	wc->preemptible = tctx && tctx->cls.tier == LINGER_TIER_PRIMARY &&
-			  sched_gang(tctx) == LINGER_GANG_NONE &&
-			  !short_sleeper(tctx);
+	if (!tctx || tctx->cls.tier != LINGER_TIER_PRIMARY ||
+	    sched_gang(tctx) != LINGER_GANG_NONE) {
+		wc->started = 0;
+		return;
+	}
+	wc->vtime = p->scx.dsq_vtime;
+	wc->weight = task_weight(p, tctx, false) ?: 1;
+	wc->started = scx_bpf_now() ?: 1;
+	wc->burst = tctx->wk.burst;
+	wc->long_avg = tctx->wk.avg_burst > WAKE_SHORT_BURST_NS;
 }
 
 __hidden void wakeup_note_stopping(struct task_ctx *tctx, u64 ran)
@@ -106,27 +146,90 @@ __hidden void wakeup_note_stopping(struct task_ctx *tctx, u64 ran)
 	struct wakeup_cpu *wc = bpf_map_lookup_elem(&wakeup_cpus, &zero);
 
 	if (wc)
-		wc->preemptible = false;
+		wc->started = 0;
 	if (tctx)
 		tctx->wk.burst += ran;
+}
+
+/* The timer: @key's CPU's running task has now run long. */
+static int wakeup_timer_fired(void *map, int *key, struct wakeup_timer *wt)
+{
+	struct wakeup_cpu *wc;
+	u32 zero = 0;
+	s32 cpu = *key;
+
+	wc = bpf_map_lookup_percpu_elem(&wakeup_cpus, &zero, cpu);
+	/* Only if that run goes on: else the waker has had its turn. */
+	if (wc && wc->started && wc->started == wt->started) {
+		stat_inc(LINGER_STAT_WAKE_PREEMPT);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
+	return 0;
+}
+
+__hidden s32 wakeup_timers_init(void)
+{
+	struct wakeup_timer *wt;
+	s32 ret;
+	u32 cpu;
+
+	bpf_for(cpu, 0, scx_bpf_nr_cpu_ids()) {
+		wt = bpf_map_lookup_elem(&wakeup_timers, &cpu);
+		if (!wt)
+			return -ENOENT;
+		ret = bpf_timer_init(&wt->timer, &wakeup_timers, CLOCK_MONOTONIC);
+		if (!ret)
+			ret = bpf_timer_set_callback(&wt->timer, wakeup_timer_fired);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* Arm @cpu's timer to fire @after ns into the run that began at @started. */
+static void kick_later(s32 cpu, u64 started, u64 after)
+{
+	struct wakeup_timer *wt = bpf_map_lookup_elem(&wakeup_timers, &cpu);
+
+	if (!wt || wt->started == started)
+		return;		/* armed for this run already */
+	wt->started = started;
+	stat_inc(LINGER_STAT_WAKE_DEFER);
+	bpf_timer_start(&wt->timer, after, 0);
 }
 
 __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)
 {
 	struct wakeup_cpu *wc;
+	u64 started, ran, now;
 	u32 zero = 0;
+	bool sync;
 	s32 cpu;
 
-	if (!wake_preempt || !tctx || !short_sleeper(tctx))
+	if (!wake_preempt || !tctx)
+		return false;
+	sync = tctx->wk.sync_wake;
+	tctx->wk.sync_wake = false;
+	if (sync || !short_sleeper(tctx))
 		return false;
 	cpu = scx_bpf_task_cpu(p);
 	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 		return false;
 	wc = bpf_map_lookup_percpu_elem(&wakeup_cpus, &zero, cpu);
-	if (!wc || !wc->preemptible)
+	if (!wc)
 		return false;
-	if (!time_before(p->scx.dsq_vtime, wc->vtime))
+	started = wc->started;
+	if (!started)
 		return false;
+	now = scx_bpf_now();
+	ran = time_before(started, now) ? now - started : 0;
+	/* Its vtime now: what stopping() will charge it for this run. */
+	if (!time_before(p->scx.dsq_vtime, wc->vtime + ran * 100 / wc->weight))
+		return false;
+	if (!wc->long_avg && wc->burst + ran <= WAKE_SHORT_BURST_NS) {
+		kick_later(cpu, started, WAKE_SHORT_BURST_NS - wc->burst - ran + 1);
+		return false;
+	}
 	stat_inc(LINGER_STAT_WAKE_PREEMPT);
 	return true;
 }

@@ -15,10 +15,13 @@ struct task_ctx;
 struct wakeup_task {
 	u64	burst;		/* ns run since it last woke */
 	u64	avg_burst;	/* running average of burst per wake-up */
+	bool	sync_wake;	/* its waker said it will sleep (SCX_WAKE_SYNC) */
 };
 
 /* runnable(): @tctx's task woke up (or is new). */
 void wakeup_note_wake(struct task_ctx *tctx);
+/* select_cpu(): @tctx's task wakes with @wake_flags and found no CPU. */
+void wakeup_note_select(struct task_ctx *tctx, u64 wake_flags);
 /* running(): @p starts on this CPU. */
 void wakeup_note_running(struct task_struct *p, struct task_ctx *tctx);
 /* stopping(): @tctx's task leaves its CPU after running @ran ns. */
@@ -26,9 +29,13 @@ void wakeup_note_stopping(struct task_ctx *tctx, u64 ran);
 /*
  * enqueue(): primary @p woke (select_cpu() found no idle CPU and no guest
  * to take over, or was not asked): true if the rule lets it preempt the
- * primary on its CPU. The caller then inserts it into that CPU's local
- * DSQ with SCX_ENQ_PREEMPT (counted here).
+ * primary on its CPU now. The caller then inserts it into that CPU's
+ * local DSQ with SCX_ENQ_PREEMPT (counted here). When the running task
+ * may become preemptible later, a timer is armed here to kick that CPU
+ * then, and the caller queues @p as usual.
  */
 bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx);
+/* init(): set up each CPU's wake-up timer. */
+s32 wakeup_timers_init(void);
 
 #endif /* __SCX_LINGER_WAKEUP_BPF_H */
