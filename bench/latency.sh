@@ -8,7 +8,8 @@
 #  - beside the project's duty primaries (one per CPU, 10 ms on, 10 ms
 #    off), alone and beside one CPU-bound guest per CPU, under each guest
 #    policy (EEVDF with SCHED_IDLE or cpu.idle guests, scx_layered,
-#    scx_linger, and scx_linger without its wake-up preemption).
+#    scx_linger, scx_linger without its wake-up preemption, and
+#    scx_linger in sched_ext's partial mode with SCHED_EXT guests).
 # Then, with the kernel's BPF run-time statistics on, what each of
 # scx_linger's ops costs per call in the busiest of those cases.
 # cyclictest's SCHED_OTHER task goes through sched_ext like any primary;
@@ -90,6 +91,14 @@ start_sched linger --no-wake-preempt
 reps linger_alone_nowp
 start_guests linger
 reps linger_nowp
+stop_guests
+stop_sched
+# Partial mode: the primaries (cyclictest too) stay in the fair class;
+# only the SCHED_EXT guests run under scx_linger.
+start_sched linger --partial
+reps linger_partial_alone
+start_guests linger_partial
+reps linger_partial
 stop_guests
 stop_sched
 

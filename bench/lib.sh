@@ -36,8 +36,15 @@ run_in() {
 	exec sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$@"
 }
 
+# `python3 -c "$EXT_EXEC" CMD...` runs CMD as a SCHED_EXT task (util-linux's
+# chrt learnt --ext in 2.41, after the Debian release this guest runs).
+EXT_EXEC='import os, sys
+os.sched_setscheduler(0, 7, os.sched_param(0))  # SCHED_EXT
+os.execvp(sys.argv[1], sys.argv[1:])'
+
 # as_guest HOW CMD...: exec CMD the way policy HOW runs a guest job. HOW:
-# none (an ordinary job), nice19, sched_idle, cpu_idle, linger, layered.
+# none (an ordinary job), nice19, sched_idle, cpu_idle, linger, layered,
+# linger_partial (scx_linger --partial: SCHED_EXT in the guest cgroup).
 # It replaces the calling shell, so call it with & (then $! is the job's
 # pid, whatever the policy) or in a ( subshell ).
 as_guest() {
@@ -49,6 +56,7 @@ as_guest() {
 	sched_idle) exec chrt --idle 0 "$@" ;;
 	cpu_idle) run_in $CG/bench-idle "$@" ;;
 	linger | layered) run_in $CG/bench/guest "$@" ;;
+	linger_partial) run_in $CG/bench/guest python3 -c "$EXT_EXEC" "$@" ;;
 	*) echo "as_guest: unknown policy $how" >&2; exit 1 ;;
 	esac
 }
@@ -69,9 +77,10 @@ stop_guests() {
 	guests=
 }
 
-# The sched_ext scheduler a policy needs, if any.
+# The sched_ext scheduler a policy needs, if any, and its arguments.
 sched_of() {
 	case $1 in
+	linger_partial) echo linger --partial ;;
 	linger | linger_*) echo linger ;;
 	layered | layered_*) echo layered ;;
 	bpfland) echo bpfland ;;

@@ -70,3 +70,10 @@ for sched in layered linger; do
 	stop_guests
 	stop_sched
 done
+# sched_ext's partial mode: the primaries stay in the fair class, and only
+# the SCHED_EXT guests run under scx_linger.
+start_sched linger --partial
+start_guests linger_partial
+reps linger_partial
+stop_guests
+stop_sched

@@ -81,8 +81,9 @@ run_all() {
 # A sched_ext scheduler is loaded once per policy: under emulation its
 # BPF verification costs more host time than the runs.
 run_all dedicated
-for case in nice19 sched_idle cpu_idle layered linger; do
-	start_sched "$(sched_of $case)"
+for case in nice19 sched_idle cpu_idle layered linger linger_partial; do
+	# shellcheck disable=SC2046 # the scheduler's name, then its arguments
+	start_sched $(sched_of $case)
 	run_all $case
 	stop_sched
 done

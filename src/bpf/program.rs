@@ -85,6 +85,8 @@ pub struct Tunables {
     pub relief_slice: Duration,
     /// Wake-up preemption among primaries (bpf/wakeup.bpf.c).
     pub wake_preempt: bool,
+    /// sched_ext's partial mode: only SCHED_EXT tasks are ours.
+    pub partial: bool,
     /// Guests beside primaries on SMT cores (bpf/smt.bpf.c).
     pub smt_guests: intf::linger_smt_guests,
     /// Per-class and per-job accounting (bpf/account.bpf.c).
@@ -184,6 +186,11 @@ impl<'obj> Scheduler<'obj> {
         {
             open.struct_ops.linger_ops_mut().flags |= flag;
         }
+        if t.partial {
+            open.struct_ops.linger_ops_mut().flags |=
+                scx_utils::compat::read_enum("scx_ops_flags", "SCX_OPS_SWITCH_PARTIAL")
+                    .context("this kernel's sched_ext has no SCX_OPS_SWITCH_PARTIAL")?;
+        }
         let watchdog_ms = open.struct_ops.linger_ops_mut().timeout_ms;
         let rodata = open
             .maps
@@ -205,7 +212,12 @@ impl<'obj> Scheduler<'obj> {
         let skel = scx_ops_load!(open, linger_ops, uei)?;
         write_cpu_topology(&skel, t.smt_guests);
         info!(
-            "loaded: primary slice {} us (wake-up preemption {}), guest slice {} us, guard {} us every {} ms, gang relief {} us after {} us",
+            "loaded{}: primary slice {} us (wake-up preemption {}), guest slice {} us, guard {} us every {} ms, gang relief {} us after {} us",
+            if t.partial {
+                " in partial mode (SCHED_EXT tasks only)"
+            } else {
+                ""
+            },
             t.primary_slice.as_micros(),
             if t.wake_preempt { "on" } else { "off" },
             t.guest_slice.as_micros(),

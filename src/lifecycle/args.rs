@@ -57,6 +57,18 @@ pub struct RunArgs {
     #[arg(long)]
     pub no_wake_preempt: bool,
 
+    /// sched_ext's partial mode: schedule only tasks whose policy is
+    /// SCHED_EXT and leave every other task in the kernel's fair class
+    /// (EEVDF), which then ranks above all of them. Ordinary primaries then
+    /// wake exactly as under Linux's own scheduler; guests and gangs must
+    /// be started as SCHED_EXT (`chrt --ext`, util-linux 2.41+, or
+    /// sched_setattr), as the agent does not switch tasks itself. Under
+    /// it, gang members rank below every fair task, and guest starvation is
+    /// governed by the kernel's watchdog and, on kernels that have one, its
+    /// sched_ext deadline server rather than by --guard-* alone.
+    #[arg(long)]
+    pub partial: bool,
+
     /// Guests beside primaries on SMT cores. `avoid`: no guest starts on a
     /// CPU whose sibling hardware thread runs a primary, and one already
     /// there is moved off when a primary starts on the core, because a

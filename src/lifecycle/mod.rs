@@ -110,6 +110,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         relief_wait: Duration::from_micros(args.relief_wait_us),
         relief_slice: Duration::from_micros(args.relief_slice_us),
         wake_preempt: !args.no_wake_preempt,
+        partial: args.partial,
         smt_guests: args.smt_guests.bpf_value(),
         accounting: !args.no_accounting,
         debug_fail_after: args.debug_fail_after_ms.map(Duration::from_millis),

@@ -587,3 +587,94 @@ fn a_short_sleeper_does_not_wait_out_a_compute_jobs_slice() {
         "the CPU-bound primaries fell from {share_off:.3} to {share_on:.3} of the CPUs"
     );
 }
+
+/// "ext.enabled" from /proc/<pid>/sched: 1 while the task runs under
+/// sched_ext, 0 while it is in the kernel's fair class.
+fn on_sched_ext(pid: i32) -> bool {
+    let sched = std::fs::read_to_string(format!("/proc/{pid}/sched"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/sched: {e}"));
+    let line = sched
+        .lines()
+        .find(|l| l.starts_with("ext.enabled"))
+        .unwrap_or_else(|| panic!("/proc/{pid}/sched has no ext.enabled line"));
+    line.split(':').nth(1).map(str::trim) == Some("1")
+}
+
+#[test]
+fn partial_mode_keeps_primaries_in_the_fair_class_and_guests_harvest() {
+    require_guest();
+    let p = nr_cpus();
+    let primary = TestCgroup::new("t-partial/primary");
+    let guest = TestCgroup::new("t-partial/guest");
+    let agent = Agent::start(&["--partial"]);
+    tag(&guest.rel, "guest");
+    let prim = primary.spin(p);
+    let guests = guest.spin(p);
+    let param = libc::sched_param { sched_priority: 0 };
+    for pid in guests.pids() {
+        // SCHED_EXT (7): what `chrt --ext` sets.
+        let rc = unsafe { libc::sched_setscheduler(pid, 7, &param) };
+        assert_eq!(
+            rc,
+            0,
+            "SCHED_EXT for {pid}: {}",
+            std::io::Error::last_os_error()
+        );
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    for pid in prim.pids() {
+        assert!(
+            !on_sched_ext(pid),
+            "primary {pid} runs under sched_ext in partial mode"
+        );
+    }
+    for pid in guests.pids() {
+        assert!(
+            on_sched_ext(pid),
+            "SCHED_EXT guest {pid} is not under sched_ext"
+        );
+    }
+
+    // Busy primaries: the fair class ranks above every sched_ext task.
+    let window = Duration::from_secs(5);
+    let capacity = p as f64 * window.as_nanos() as f64;
+    let (g0, p0) = (guests.runtimes(), total_runtime(&prim));
+    std::thread::sleep(window);
+    let (g1, p1) = (guests.runtimes(), total_runtime(&prim));
+    let busy_guest = (g1.iter().sum::<u64>() - g0.iter().sum::<u64>()) as f64 / capacity;
+    let busy_prim = (p1 - p0) as f64 / capacity;
+
+    // Idle primaries: the guests take the CPUs.
+    drop(prim);
+    std::thread::sleep(Duration::from_millis(500));
+    let g2 = guests.runtimes();
+    std::thread::sleep(window);
+    let g3 = guests.runtimes();
+    let idle_guest = (g3.iter().sum::<u64>() - g2.iter().sum::<u64>()) as f64 / capacity;
+    assert_eq!(state(), "enabled", "ejected: {:?}", ejections(&dmesg()));
+    figure(&format!(
+        "partial mode, {p} CPUs: beside busy primaries (fair class) SCHED_EXT guests ran {:.2}% of the CPUs and the primaries {:.1}%; with the primaries gone the guests ran {:.1}%",
+        busy_guest * 100.0,
+        busy_prim * 100.0,
+        idle_guest * 100.0
+    ));
+    // The kernel's own sched_ext deadline server, where there is one, may
+    // give starved sched_ext tasks a small share: a tenth is far above it.
+    assert!(
+        busy_guest < 0.10,
+        "guests took {:.2}% beside busy primaries",
+        busy_guest * 100.0
+    );
+    assert!(
+        busy_prim > 0.85,
+        "primaries had only {:.1}% of the CPUs",
+        busy_prim * 100.0
+    );
+    assert!(
+        idle_guest > 0.80,
+        "guests harvested only {:.1}% of idle CPUs",
+        idle_guest * 100.0
+    );
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}

@@ -23,7 +23,7 @@ pub type Policy = (&'static str, &'static str, &'static str);
 
 /// How guests run beside primaries, in report order; the same case names
 /// in qos.sh and queue.sh.
-pub const GUEST_POLICIES: [Policy; 5] = [
+pub const GUEST_POLICIES: [Policy; 6] = [
     ("nice19", "nice 19", "EEVDF, guests at nice 19"),
     ("sched_idle", "SCHED_IDLE", "EEVDF, guests SCHED_IDLE"),
     (
@@ -37,6 +37,11 @@ pub const GUEST_POLICIES: [Policy; 5] = [
         "scx_layered 1.1.4, guests in a weight-1 layer",
     ),
     ("linger", "scx_linger", "scx_linger, guests labelled guest"),
+    (
+        "linger_partial",
+        "scx_linger partial",
+        "scx_linger --partial (primaries in the fair class), guests SCHED_EXT and labelled guest",
+    ),
 ];
 
 /// The number after `key=` in a bench line.

@@ -59,7 +59,7 @@ impl Hist {
 }
 
 /// Report rows: (case, what it is, the case it is a ratio against).
-const CASES: [(&str, &str, &str); 14] = [
+const CASES: [(&str, &str, &str); 16] = [
     ("quiet_eevdf", "quiet node, EEVDF (baseline)", "quiet_eevdf"),
     (
         "quiet_bpfland",
@@ -111,6 +111,16 @@ const CASES: [(&str, &str, &str); 14] = [
     (
         "linger_nowp",
         "duty primaries + guests, scx_linger --no-wake-preempt",
+        "eevdf_alone",
+    ),
+    (
+        "linger_partial_alone",
+        "duty primaries, scx_linger --partial (every task in the fair class)",
+        "eevdf_alone",
+    ),
+    (
+        "linger_partial",
+        "duty primaries + SCHED_EXT guests, scx_linger --partial",
         "eevdf_alone",
     ),
     (
