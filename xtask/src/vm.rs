@@ -144,7 +144,9 @@ fn new_run_dir() -> Result<PathBuf> {
     let stamp = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis();
-    let dir = root.join(format!("run-{stamp}"));
+    // The process id too: two boots started in the same millisecond (two
+    // benches side by side) shared one folder and one output.log.
+    let dir = root.join(format!("run-{stamp}-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let latest = root.join("latest");
     let _ = std::fs::remove_file(&latest);
