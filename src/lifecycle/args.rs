@@ -63,9 +63,11 @@ pub struct RunArgs {
     /// wake exactly as under Linux's own scheduler; guests and gangs must
     /// be started as SCHED_EXT (`chrt --ext`, util-linux 2.41+, or
     /// sched_setattr), as the agent does not switch tasks itself. Under
-    /// it, gang members rank below every fair task, and guest starvation is
-    /// governed by the kernel's watchdog and, on kernels that have one, its
-    /// sched_ext deadline server rather than by --guard-* alone.
+    /// it, gang members rank below every fair task, and --guard-* cannot
+    /// lift a starved guest above the fair class: kernels with a sched_ext
+    /// deadline server (7.x) run starved guests through it, taking about 5%
+    /// from busy primaries, and on kernels without one (6.12) guests
+    /// starved past the watchdog timeout end the scheduler.
     #[arg(long)]
     pub partial: bool,
 

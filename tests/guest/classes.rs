@@ -610,10 +610,12 @@ fn partial_mode_keeps_primaries_in_the_fair_class_and_guests_harvest() {
     tag(&guest.rel, "guest");
     let prim = primary.spin(p);
     let guests = guest.spin(p);
+    // include/uapi/linux/sched.h's SCHED_EXT (what `chrt --ext` sets);
+    // the libc crate does not define it yet.
+    const SCHED_EXT: libc::c_int = 7;
     let param = libc::sched_param { sched_priority: 0 };
     for pid in guests.pids() {
-        // SCHED_EXT (7): what `chrt --ext` sets.
-        let rc = unsafe { libc::sched_setscheduler(pid, 7, &param) };
+        let rc = unsafe { libc::sched_setscheduler(pid, SCHED_EXT, &param) };
         assert_eq!(
             rc,
             0,
