@@ -21,6 +21,7 @@ const UNITS: &[&str] = &[
     "bpf/gang_clock.bpf.c",
     "bpf/gang_run.bpf.c",
     "bpf/guard.bpf.c",
+    "bpf/llc.bpf.c",
     "bpf/preempt.bpf.c",
     "bpf/reclassify.bpf.c",
     "bpf/smt.bpf.c",

@@ -98,7 +98,7 @@ s32 gang_timer_init(void);
 void gang_note_start(struct task_ctx *tctx, u32 g, u64 now);
 
 /* gang_run.bpf.c: members on CPUs. */
-u64 task_dsq(const struct task_ctx *tctx, u32 tier);
+u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc);
 void gang_enqueue(struct task_struct *p, struct task_ctx *tctx, u32 gang, u64 enq_flags);
 /* What gang_dispatch() did with the CPU. */
 enum gang_dispatch {

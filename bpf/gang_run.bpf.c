@@ -6,6 +6,7 @@
  */
 #include "ctx.bpf.h"
 #include "account.bpf.h"
+#include "llc.bpf.h"
 #include "preempt.bpf.h"
 #include "stats.bpf.h"
 
@@ -20,12 +21,16 @@ static bool reservation_held(const struct cpu_gang *cg, u64 now)
 {
 	return cg->reserved && now - cg->reserved_at < GANG_RESERVATION_NS;
 }
-/* The DSQ @p waits in: its gang's while the gang has slots, else its class's. */
-__hidden u64 task_dsq(const struct task_ctx *tctx, u32 tier)
+/*
+ * The DSQ @p waits in: its gang's while the gang has slots, else its
+ * tier's on LLC @llc.
+ */
+__hidden u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc)
 {
 	u32 gang = sched_gang(tctx);
 
-	return gang != LINGER_GANG_NONE ? GANG_DSQ(gang_of_ref(gang)) : tier;
+	return gang != LINGER_GANG_NONE ? GANG_DSQ(gang_of_ref(gang)) :
+					  tier_dsq(tier, llc);
 }
 
 /*
@@ -159,11 +164,11 @@ __hidden enum gang_dispatch gang_dispatch(u32 tier, s32 cpu,
  */
 static u64 last_relief;
 
-/* Move the head of the primary queue here as part of a relief turn. */
+/* Move the head of a primary queue here as part of a relief turn. */
 static bool relief_take(struct cpu_ctx *cctx)
 {
 	cctx->relief_pending = true;
-	if (scx_bpf_dsq_move_to_local(LINGER_TIER_PRIMARY, 0))
+	if (tier_move_to_local(LINGER_TIER_PRIMARY, bpf_get_smp_processor_id()))
 		return true;
 	cctx->relief_pending = false;
 	return false;
@@ -174,24 +179,32 @@ __noinline bool gang_relief(u64 now)
 {
 	struct cpu_ctx *cctx = lookup_cpu_ctx();
 	u64 last = last_relief;
-	struct task_struct *q;
-	struct task_ctx *qctx;
-	bool overdue;
+	bool overdue = false;
+	u32 llc;
 
 	/*
 	 * Called at every dispatch outside the open phase, gangs or none:
 	 * the cheap tests first (the cached admission before a DSQ lookup).
 	 */
 	if (!relief_wait_ns || !gang_admitted(LINGER_TIER_PRIMARY) || !cctx ||
-	    !scx_bpf_dsq_nr_queued(LINGER_TIER_PRIMARY))
+	    !tier_nr_queued(LINGER_TIER_PRIMARY))
 		return false;
 	if (time_before(now, cctx->relief_end))
 		return relief_take(cctx);
 	if (now - last < relief_wait_ns)
 		return false;
-	q = __COMPAT_scx_bpf_dsq_peek(LINGER_TIER_PRIMARY);
-	qctx = q ? lookup_task_ctx(q) : NULL;
-	overdue = qctx && now - qctx->relief.queued_at >= relief_wait_ns;
+	/* Ordinary work that waited too long on any LLC. */
+	bpf_for(llc, 0, nr_llcs) {
+		struct task_struct *q;
+		struct task_ctx *qctx;
+
+		q = __COMPAT_scx_bpf_dsq_peek(tier_dsq(LINGER_TIER_PRIMARY, llc));
+		qctx = q ? lookup_task_ctx(q) : NULL;
+		if (qctx && now - qctx->relief.queued_at >= relief_wait_ns) {
+			overdue = true;
+			break;
+		}
+	}
 	/* One CPU claims the turn; a head it cannot run waits for the next. */
 	if (!overdue || __sync_val_compare_and_swap(&last_relief, last, now) != last)
 		return false;

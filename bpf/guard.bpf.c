@@ -8,9 +8,9 @@
  * its watchdog timeout, and a guest that holds a lock or a pipe a primary
  * needs would block that primary forever.
  *
- * So when guests wait (in the guest DSQ, or in a guest gang's) and none
- * has left the guest DSQ for guard_interval,
- * a CPU that is choosing its next task gives the head of the guest DSQ one
+ * So when guests wait (in a guest DSQ, or in a guest gang's) and none
+ * has left the guest DSQs for guard_interval,
+ * a CPU that is choosing its next task gives the head of a guest DSQ one
  * short slice (guard_slice) instead, at most once per interval per CPU.
  * The granted guest is not preemptible by primaries (it would otherwise be
  * kicked off at once and a lock holder would never get through) and goes
@@ -41,6 +41,7 @@
  * run delay beside guests 2-3x).
  */
 #include "ctx.bpf.h"
+#include "llc.bpf.h"
 #include "stats.bpf.h"
 
 #define AGE_LOOK_NS	(100 * 1000000ULL)
@@ -49,8 +50,15 @@
 /* When a task last left the guest DSQ (any CPU, any reason). */
 static u64 guest_dsq_last_move;
 
-/* Largest vtime a guest was queued with: the back of the guest queue. */
-static u64 guest_vtime_tail;
+/*
+ * Largest vtime a guest was queued with on each LLC: the back of that
+ * LLC's guest queue (a cache line each: only its CPUs write it).
+ */
+struct guest_tail {
+	u64	vtime;
+} __attribute__((aligned(64)));
+
+static struct guest_tail guest_vtime_tail[LINGER_MAX_LLCS];
 
 __hidden void guard_note_guest_dispatch(u64 now)
 {
@@ -59,16 +67,26 @@ __hidden void guard_note_guest_dispatch(u64 now)
 		guest_dsq_last_move = now;
 }
 
-__hidden void guard_note_guest_queued(u64 vtime)
+static u64 *tail_of(u32 llc)
 {
-	if (time_after(vtime, guest_vtime_tail))
-		guest_vtime_tail = vtime;
+	return &guest_vtime_tail[llc < LINGER_MAX_LLCS ? llc : 0].vtime;
 }
 
-__hidden void guard_send_to_back(struct task_struct *p)
+__hidden void guard_note_guest_queued(u64 vtime, u32 llc)
 {
-	if (time_before(p->scx.dsq_vtime, guest_vtime_tail))
-		p->scx.dsq_vtime = guest_vtime_tail + 1;
+	u64 *tail = tail_of(llc);
+
+	if (time_after(vtime, *tail))
+		*tail = vtime;
+}
+
+/* Its vtime is measured on its LLC's clock (vtime.bpf.c), as is that tail. */
+__hidden void guard_send_to_back(struct task_struct *p, struct task_ctx *tctx)
+{
+	u64 *tail = tail_of(tctx->vt.llc);
+
+	if (time_before(p->scx.dsq_vtime, *tail))
+		p->scx.dsq_vtime = *tail + 1;
 }
 
 /* Interval after which starved guests get a grant, shortened by backlog. */
@@ -82,12 +100,19 @@ static u64 guard_interval(u64 nr_queued)
 	return interval < guard_slice_ns ? guard_slice_ns : interval;
 }
 
-/* Should this CPU hand the guest DSQ's head a grant now? */
+/* Should this CPU hand the head of a guest DSQ a grant now? */
 __hidden bool guard_due(struct cpu_ctx *cctx, u64 now)
 {
-	u64 nr = scx_bpf_dsq_nr_queued(LINGER_TIER_GUEST) + guest_gangs_queued();
-	u64 interval;
+	u64 nr, interval;
 
+	/*
+	 * No interval is shorter than a guard slice: the cheap test first,
+	 * before counting every LLC's queue, at every dispatch.
+	 */
+	if (now - guest_dsq_last_move < guard_slice_ns ||
+	    now - cctx->last_grant < guard_slice_ns)
+		return false;
+	nr = tier_nr_queued(LINGER_TIER_GUEST) + guest_gangs_queued();
 	if (!nr)
 		return false;
 	interval = guard_interval(nr);
@@ -132,6 +157,23 @@ static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget)
 	return moved;
 }
 
+/*
+ * Up to AGE_RESCUE_MAX overdue tasks of @tier, from the first LLC's queue
+ * that has any (the next look, AGE_LOOK_NS later, reaches the others).
+ * Not a budget shared across LLCs: a count carried through the loop
+ * gives the verifier a state per value, and dispatch() outgrew it.
+ */
+static bool rescue_any(u32 tier, s32 cpu, u64 now)
+{
+	u32 llc;
+
+	bpf_for(llc, 0, nr_llcs) {
+		if (rescue_from(tier_dsq(tier, llc), cpu, now, AGE_RESCUE_MAX))
+			return true;
+	}
+	return false;
+}
+
 __hidden bool guard_rescue_overdue(u32 tier, s32 cpu, u64 now)
 {
 	u64 *looked = &age_looked_at[tier == LINGER_TIER_GUEST ? LINGER_TIER_GUEST : LINGER_TIER_PRIMARY];
@@ -141,6 +183,6 @@ __hidden bool guard_rescue_overdue(u32 tier, s32 cpu, u64 now)
 	if (now - last < AGE_LOOK_NS ||
 	    __sync_val_compare_and_swap(looked, last, now) != last)
 		return false;
-	return rescue_from(tier == LINGER_TIER_GUEST ? LINGER_TIER_GUEST : LINGER_TIER_PRIMARY,
-			   cpu, now, AGE_RESCUE_MAX) > 0;
+	return rescue_any(tier == LINGER_TIER_GUEST ? LINGER_TIER_GUEST : LINGER_TIER_PRIMARY,
+			  cpu, now);
 }

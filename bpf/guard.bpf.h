@@ -20,10 +20,10 @@ struct guard_task {
 
 /* A guest left the guest DSQ at @now (any CPU, any reason). */
 void guard_note_guest_dispatch(u64 now);
-/* A guest queues with @vtime: the back of the guest queue moves. */
-void guard_note_guest_queued(u64 vtime);
-/* A granted guest goes to the back of the guest queue. */
-void guard_send_to_back(struct task_struct *p);
+/* A guest queues on LLC @llc with @vtime: the back of that queue moves. */
+void guard_note_guest_queued(u64 vtime, u32 llc);
+/* A granted guest goes to the back of its LLC's guest queue. */
+void guard_send_to_back(struct task_struct *p, struct task_ctx *tctx);
 /* Should this CPU hand the head of the guest queues a grant now? */
 bool guard_due(struct cpu_ctx *cctx, u64 now);
 /* runnable() and stopping(): from @now it waits (@waits), or not. */

@@ -39,9 +39,9 @@ enum linger_class {
 };
 
 /*
- * The strict-priority tiers, a class's bit 0. Each has one shared
- * dispatch queue (DSQ) whose id is the tier number, so the two can never
- * drift apart, and a gang rotation of its own.
+ * The strict-priority tiers, a class's bit 0. Each has one dispatch
+ * queue (DSQ) per last-level cache (bpf/llc.bpf.h: tier_dsq()) and a
+ * gang rotation of its own.
  */
 enum linger_tier {
 	LINGER_TIER_PRIMARY	= LINGER_CLASS_PRIMARY,
@@ -74,6 +74,13 @@ enum linger_consts {
 	LINGER_MAX_GANGS	= 64,
 	/* DSQ of gang g (0-based) is LINGER_GANG_DSQ_BASE + g. */
 	LINGER_GANG_DSQ_BASE	= 256,
+	/*
+	 * Last-level caches (LLCs) the scheduler keeps queues for: each has
+	 * a DSQ per tier, below LINGER_GANG_DSQ_BASE. A node with more
+	 * (none made yet has: 2 x 128-core EPYC is 32) shares them out,
+	 * several LLCs a queue.
+	 */
+	LINGER_MAX_LLCS		= 64,
 	/*
 	 * Buckets of every histogram the BPF side keeps (run delay, gang
 	 * skew, slot switch latency): bucket b counts values in

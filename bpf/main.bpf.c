@@ -9,7 +9,9 @@
  *    (Linger-Longer; Stiehr & Chamberlain 2006). A guest never runs on a
  *    CPU while a primary that could use that CPU waits.
  *
- * Within a tier, tasks share CPU by weighted virtual time (vtime.bpf.c).
+ * Within a tier, tasks share CPU by weighted virtual time (vtime.bpf.c),
+ * in a queue per last-level cache that CPUs of other LLCs steal from
+ * (llc.bpf.c).
  * Gangs, parallel jobs of either tier, run their threads together in
  * clock-aligned slots (gang.bpf.c).
  *
@@ -35,6 +37,7 @@
  * each concern to its unit.
  */
 #include "ctx.bpf.h"
+#include "llc.bpf.h"
 #include "preempt.bpf.h"
 #include "reclassify.bpf.h"
 #include "smt.bpf.h"
@@ -214,6 +217,7 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	u32 tier = task_tier(p, tctx);
 	u32 gang = sched_gang(tctx);
+	u32 llc;
 	s32 cpu;
 
 	if (tctx)
@@ -222,6 +226,13 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		gang_enqueue(p, tctx, gang, enq_flags);
 		return;
 	}
+	/*
+	 * It waits on the LLC of the CPU it was placed on (select_cpu()'s
+	 * choice, near its cache), with its vtime measured there; whichever
+	 * DSQ it goes to next, it is on none now, so its vtime may be set.
+	 */
+	llc = cpu_llc_of(scx_bpf_task_cpu(p));
+	p->scx.dsq_vtime = task_queue_vtime(p, tctx, tier, llc);
 	if (tier == LINGER_TIER_PRIMARY) {
 		/*
 		 * A per-CPU kernel thread, or a task that cannot migrate, gains
@@ -263,15 +274,13 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		stat_inc(LINGER_STAT_ENQ_PRIMARY);
 		if (tctx)
 			tctx->relief.queued_at = scx_bpf_now();
-		scx_bpf_dsq_insert_vtime(p, LINGER_TIER_PRIMARY, primary_slice_ns,
-					 task_queue_vtime(p, tctx, tier), enq_flags);
+		scx_bpf_dsq_insert_vtime(p, tier_dsq(LINGER_TIER_PRIMARY, llc),
+					 primary_slice_ns, p->scx.dsq_vtime, enq_flags);
 	} else {
-		u64 vtime = task_queue_vtime(p, tctx, tier);
-
 		stat_inc(LINGER_STAT_ENQ_GUEST);
-		guard_note_guest_queued(vtime);
-		scx_bpf_dsq_insert_vtime(p, LINGER_TIER_GUEST, guest_slice_ns,
-					 vtime, enq_flags);
+		guard_note_guest_queued(p->scx.dsq_vtime, llc);
+		scx_bpf_dsq_insert_vtime(p, tier_dsq(LINGER_TIER_GUEST, llc),
+					 guest_slice_ns, p->scx.dsq_vtime, enq_flags);
 	}
 
 	/*
@@ -312,7 +321,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	/* Starved guests first, but only as often as the guard allows. */
 	if (cctx && guard_due(cctx, now)) {
 		cctx->grant_pending = true;
-		if (scx_bpf_dsq_move_to_local(LINGER_TIER_GUEST, 0) ||
+		if (tier_move_to_local(LINGER_TIER_GUEST, cpu) ||
 		    guard_grant_guest_gang()) {
 			cctx->last_grant = now;
 			guard_note_guest_dispatch(now);
@@ -358,13 +367,13 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 * handed to a guest (strict priority covers the task on the CPU too).
 	 */
 	if (prev_ordinary &&
-	    !queue_head_before(LINGER_TIER_PRIMARY,
-			       charged_vtime(prev, tctx, account_ran(tctx, now), false))) {
+	    !primary_waits_before(cpu, charged_vtime(prev, tctx,
+						     account_ran(tctx, now), false))) {
 		keep_running(prev, tctx, cpu);
 		return;
 	}
 
-	if (scx_bpf_dsq_move_to_local(LINGER_TIER_PRIMARY, 0)) {
+	if (tier_move_to_local(LINGER_TIER_PRIMARY, cpu)) {
 		stat_inc(LINGER_STAT_DISPATCH_PRIMARY);
 		return;
 	}
@@ -385,7 +394,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 * this order means no primary is ever left waiting behind a guest.
 	 */
 	mark_guest_cpu(cpu, true);
-	if (scx_bpf_dsq_move_to_local(LINGER_TIER_PRIMARY, 0)) {
+	if (tier_move_to_local(LINGER_TIER_PRIMARY, cpu)) {
 		stat_inc(LINGER_STAT_DISPATCH_PRIMARY);
 		return;
 	}
@@ -399,7 +408,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	smt_blocked = smt_guest_blocked(cpu);
 	if (!smt_blocked && dispatch_gang(LINGER_TIER_GUEST, cpu, prev, tctx, now))
 		return;
-	if (!smt_blocked && scx_bpf_dsq_move_to_local(LINGER_TIER_GUEST, 0)) {
+	if (!smt_blocked && tier_move_to_local(LINGER_TIER_GUEST, cpu)) {
 		guard_note_guest_dispatch(now);
 		stat_inc(LINGER_STAT_DISPATCH_GUEST);
 		return;
@@ -433,7 +442,7 @@ void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
 	account_runnable(tctx, now);
 	guard_note_waiting(tctx, true, now);
 	wakeup_note_wake(tctx);
-	vtime_wake(p, tier);
+	vtime_wake(p, tctx, tier);
 }
 
 /*
@@ -473,8 +482,10 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	account_running(tctx, now);
 	guard_note_waiting(tctx, false, now);
 	gang_note_running(scx_bpf_task_cpu(p), tctx, now);
+	/* Before the wake-up rule notes its vtime: it may be rebased here. */
+	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE,
+		      scx_bpf_task_cpu(p));
 	wakeup_note_running(p, tctx);
-	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE);
 }
 
 /*
@@ -496,7 +507,7 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->guard.granted) {
 		tctx->guard.granted = false;
-		guard_send_to_back(p);
+		guard_send_to_back(p, tctx);
 	}
 }
 
@@ -542,7 +553,7 @@ void BPF_STRUCT_OPS(linger_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *ar
  */
 void BPF_STRUCT_OPS(linger_enable, struct task_struct *p)
 {
-	vtime_enable(p);
+	vtime_enable(p, lookup_task_ctx(p));
 }
 
 /*
@@ -587,21 +598,17 @@ void BPF_STRUCT_OPS(linger_cgroup_move, struct task_struct *p,
 
 /*
  * init: sleepable, before any task is scheduled by us: create the DSQs
- * (one per tier, one per gang), the guest and primary CPU masks and the
- * slot timer.
+ * (one per tier per LLC, one per gang), the guest and primary CPU masks
+ * and the slot timer.
  */
 s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 {
-	u32 tier, g;
+	u32 g;
 	s32 ret;
 
-	for (tier = 0; tier < LINGER_NR_TIERS; tier++) {
-		ret = scx_bpf_create_dsq(tier, -1);
-		if (ret) {
-			scx_bpf_error("failed to create DSQ %u: %d", tier, ret);
-			return ret;
-		}
-	}
+	ret = init_llc_dsqs();
+	if (ret)
+		return ret;
 	bpf_for(g, 0, LINGER_MAX_GANGS) {
 		ret = scx_bpf_create_dsq(GANG_DSQ(g), -1);
 		if (ret) {

@@ -20,6 +20,7 @@
  * for the rest of its slice while primaries wait.
  */
 #include "ctx.bpf.h"
+#include "llc.bpf.h"
 #include "reclassify.bpf.h"
 #include "stats.bpf.h"
 
@@ -54,11 +55,13 @@ static u64 swept_gen;
 
 /*
  * Move every task queued on @from that belongs elsewhere now: another
- * tier's DSQ (level with that tier's clock), its gang's DSQ (the gang
- * got a slot), or back to its tier's (its gang lost its slot or label).
- * Tier DSQs are ordered by vtime, gang DSQs are FIFO.
+ * tier's DSQ on the same LLC @llc (level with that tier's clock), its
+ * gang's DSQ (the gang got a slot), or back to its tier's on @llc (its
+ * gang lost its slot or label; gang DSQs are the node's, so @llc is
+ * then the CPU's doing the sweep). Tier DSQs are ordered by vtime, gang
+ * DSQs are FIFO.
  */
-static void reclassify_dsq(u64 from)
+static void reclassify_dsq(u64 from, u32 llc)
 {
 	struct task_struct *p;
 
@@ -67,7 +70,7 @@ static void reclassify_dsq(u64 from)
 	bpf_for_each(scx_dsq, p, from, 0) {
 		struct task_ctx *tctx = lookup_task_ctx(p);
 		u32 tier = task_tier(p, tctx);
-		u64 to = task_dsq(tctx, tier);
+		u64 to = task_dsq(tctx, tier, llc);
 		bool moved;
 
 		if (to == from || tier >= LINGER_NR_TIERS)
@@ -77,14 +80,14 @@ static void reclassify_dsq(u64 from)
 			moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, to, 0);
 		} else {
 			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
-						   task_queue_vtime(p, tctx, tier));
+						   task_queue_vtime(p, tctx, tier, llc));
 			moved = scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, to, 0);
 		}
 		if (!moved)
 			continue;
 		stat_inc(LINGER_STAT_RECLASSIFY);
 		/* Its wait for relief (gang_relief()) starts on this queue. */
-		if (to == LINGER_TIER_PRIMARY && tctx)
+		if (to == tier_dsq(LINGER_TIER_PRIMARY, llc) && tctx)
 			tctx->relief.queued_at = scx_bpf_now();
 	}
 }
@@ -93,13 +96,16 @@ __hidden void reclassify_queued(void)
 {
 	/* All only grow, so their sum changes whenever any does. */
 	u64 gen = label_gen + move_gen + gang_sched_gen, seen = swept_gen;
-	u32 g;
+	u32 g, llc;
 
 	/* Cheap when nothing changed; one CPU claims each generation. */
 	if (gen == seen || __sync_val_compare_and_swap(&swept_gen, seen, gen) != seen)
 		return;
-	reclassify_dsq(LINGER_TIER_GUEST);
-	reclassify_dsq(LINGER_TIER_PRIMARY);
+	bpf_for(llc, 0, nr_llcs) {
+		reclassify_dsq(tier_dsq(LINGER_TIER_GUEST, llc), llc);
+		reclassify_dsq(tier_dsq(LINGER_TIER_PRIMARY, llc), llc);
+	}
+	llc = cpu_llc_of(bpf_get_smp_processor_id());
 	bpf_for(g, 0, LINGER_MAX_GANGS)
-		reclassify_dsq(GANG_DSQ(g));
+		reclassify_dsq(GANG_DSQ(g), llc);
 }

@@ -32,6 +32,7 @@
  */
 #include "smt.bpf.h"
 #include "gang.bpf.h"
+#include "llc.bpf.h"
 #include "preempt.bpf.h"
 #include "stats.bpf.h"
 
@@ -113,7 +114,7 @@ __hidden void smt_note_cpu(s32 cpu, bool primary)
 	if (!changed)
 		return;
 	/* A core freed of primaries matters only if guests wait for it. */
-	if (primary || scx_bpf_dsq_nr_queued(LINGER_TIER_GUEST) ||
+	if (primary || tier_nr_queued(LINGER_TIER_GUEST) ||
 	    guest_gangs_queued())
 		kick_siblings(topo, primary);
 }

@@ -2,7 +2,7 @@
 /*
  * vtime.bpf.c - fairness within a tier.
  *
- * Each tier has one shared dispatch queue (DSQ) ordered by virtual time
+ * Each tier has a dispatch queue (DSQ) per LLC ordered by virtual time
  * (vtime): a task's vtime advances by the CPU time it used, divided by its
  * weight (nice times its cgroup's cpu.weight, weight.bpf.c), so within a
  * tier heavier tasks get proportionally more CPU. A CPU that needs work
@@ -10,18 +10,41 @@
  * primary whose slice ended keeps its CPU unless a primary with a smaller
  * vtime waits.
  *
- * Per-tier clocks: the vtime of the task of that tier that most recently
- * started running. Every task that arrives at a tier's queue (it woke, it
- * is new, or its tier changed) is placed against it by one rule,
- * tier_floor().
+ * Per-tier clocks, one per LLC (each LLC has its own queues: llc.bpf.c):
+ * the vtime of the task of that tier that most recently started running
+ * there. Every task that arrives at a tier's queue (it woke, it is new,
+ * or its tier changed) is placed against it by one rule, tier_floor().
+ *
+ * Vtimes are compared only against one LLC's clock. A task that moves to
+ * another LLC (queued there, stolen, or handed an idle CPU there) keeps
+ * its distance from the clock: rebased() moves it by the difference of
+ * the two clocks. One clock shared by per-LLC queues would instead let
+ * an LLC whose tasks run more push every other LLC's newcomers behind
+ * their own queue (scx_layered found this collapse vtime ordering, its
+ * PR 1026), and every CPU of the node would write one cache line.
  */
 #include "ctx.bpf.h"
+#include "llc.bpf.h"
 
-static u64 vtime_now[LINGER_NR_TIERS];
+/* An LLC's clocks, a cache line of their own: only its CPUs write them. */
+struct llc_clocks {
+	u64	tier[LINGER_NR_TIERS];
+} __attribute__((aligned(64)));
 
-static u64 *tier_clock(u32 tier)
+static struct llc_clocks vtime_now[LINGER_MAX_LLCS];
+
+static u64 *tier_clock(u32 tier, u32 llc)
 {
-	return &vtime_now[tier < LINGER_NR_TIERS ? tier : 0];
+	return &vtime_now[llc < LINGER_MAX_LLCS ? llc : 0]
+			.tier[tier < LINGER_NR_TIERS ? tier : 0];
+}
+
+/* @vtime of @tier, measured on LLC @from's clock, measured on @to's. */
+static u64 rebased(u64 vtime, u32 tier, u32 from, u32 to)
+{
+	if (from == to)
+		return vtime;
+	return vtime - *tier_clock(tier, from) + *tier_clock(tier, to);
 }
 
 /*
@@ -49,19 +72,20 @@ __hidden u64 tier_slice(u32 tier)
  * 10 s; placed here, its threads ran within 160 ms. Nothing that arrives
  * later can queue before it.
  */
-static u64 tier_floor(u32 tier)
+static u64 tier_floor(u32 tier, u32 llc)
 {
-	return *tier_clock(tier) - tier_slice(tier);
+	return *tier_clock(tier, llc) - tier_slice(tier);
 }
 
 /*
- * The vtime a task queues with. Normally its own: that is what makes
- * weights work. But vtime is only comparable within a tier, so a task
- * whose tier changed since it last queued starts on its new tier's
- * floor. (Sleepers are handled in vtime_wake().)
+ * The vtime a task queues with on @llc. Normally its own: that is what
+ * makes weights work. But vtime is only comparable within a tier and an
+ * LLC, so a task whose tier changed since it last queued starts on its
+ * new tier's floor, and one that changed LLC is rebased. (Sleepers are
+ * handled in vtime_wake().)
  */
 __hidden u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx,
-			      u32 tier)
+			      u32 tier, u32 llc)
 {
 	u64 vtime = p->scx.dsq_vtime;
 
@@ -71,10 +95,14 @@ __hidden u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx
 	 * verifier rejects.
 	 */
 	barrier_var(vtime);
-	if (tctx && tctx->vt.vtier != tier) {
-		tctx->vt.vtier = tier;
-		vtime = tier_floor(tier);
-	}
+	if (!tctx)
+		return vtime;
+	if (tctx->vt.vtier != tier)
+		vtime = tier_floor(tier, llc);
+	else
+		vtime = rebased(vtime, tier, tctx->vt.llc, llc);
+	tctx->vt.vtier = tier;
+	tctx->vt.llc = llc;
 	return vtime;
 }
 
@@ -124,11 +152,25 @@ __hidden u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
 	return p->scx.dsq_vtime + ran * 100 / task_weight(p, tctx, refresh);
 }
 
-__hidden bool queue_head_before(u64 dsq, u64 vtime)
+/*
+ * Every LLC's head, not only @cpu's own: a CPU whose primary keeps it
+ * slice after slice would otherwise never serve another LLC's backlog
+ * (stealing happens only when a CPU has nothing of its own). Rebased, so
+ * the heads compare with @vtime as if they had queued here.
+ */
+__hidden bool primary_waits_before(s32 cpu, u64 vtime)
 {
-	struct task_struct *q = __COMPAT_scx_bpf_dsq_peek(dsq);
+	u32 own = cpu_llc_of(cpu), llc;
 
-	return q && time_before(q->scx.dsq_vtime, vtime);
+	bpf_for(llc, 0, nr_llcs) {
+		struct task_struct *q;
+
+		q = __COMPAT_scx_bpf_dsq_peek(tier_dsq(LINGER_TIER_PRIMARY, llc));
+		if (q && time_before(rebased(q->scx.dsq_vtime, LINGER_TIER_PRIMARY,
+					     llc, own), vtime))
+			return true;
+	}
+	return false;
 }
 
 /*
@@ -137,9 +179,9 @@ __hidden bool queue_head_before(u64 dsq, u64 vtime)
  * the CPU after a long sleep. Tasks that stay runnable (preempted, slice
  * expired) keep their vtime untouched, so weights hold exactly.
  */
-__hidden void vtime_wake(struct task_struct *p, u32 tier)
+__hidden void vtime_wake(struct task_struct *p, struct task_ctx *tctx, u32 tier)
 {
-	u64 floor = tier_floor(tier);
+	u64 floor = tier_floor(tier, tctx ? tctx->vt.llc : 0);
 
 	if (time_before(p->scx.dsq_vtime, floor))
 		p->scx.dsq_vtime = floor;
@@ -155,12 +197,24 @@ __hidden void vtime_wake(struct task_struct *p, u32 tier)
  * work starved for 30 s, and the kernel ejected us).
  */
 __hidden void vtime_advance(struct task_struct *p, struct task_ctx *tctx,
-			    bool slotted)
+			    bool slotted, s32 cpu)
 {
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
-	u64 *clock = tier_clock(tier);
+	u32 llc = cpu_llc_of(cpu);
+	u64 *clock = tier_clock(tier, llc);
 
-	if (!slotted && time_before(*clock, p->scx.dsq_vtime))
+	if (slotted)
+		return;
+	/*
+	 * It starts on another LLC than it queued for (an idle CPU there was
+	 * handed it, or that LLC stole it): from now on its vtime is
+	 * measured there. It is on no DSQ, so its vtime may change.
+	 */
+	if (tctx && tctx->vt.vtier == tier && tctx->vt.llc != llc) {
+		p->scx.dsq_vtime = rebased(p->scx.dsq_vtime, tier, tctx->vt.llc, llc);
+		tctx->vt.llc = llc;
+	}
+	if (time_before(*clock, p->scx.dsq_vtime))
 		*clock = p->scx.dsq_vtime;
 }
 
@@ -169,7 +223,13 @@ __hidden void vtime_detach(struct task_ctx *tctx)
 	tctx->vt.vtier = LINGER_NR_TIERS;
 }
 
-__hidden void vtime_enable(struct task_struct *p)
+__hidden void vtime_enable(struct task_struct *p, struct task_ctx *tctx)
 {
-	p->scx.dsq_vtime = tier_floor(LINGER_TIER_PRIMARY);
+	u32 llc = cpu_llc_of(scx_bpf_task_cpu(p));
+
+	p->scx.dsq_vtime = tier_floor(LINGER_TIER_PRIMARY, llc);
+	if (tctx) {
+		tctx->vt.vtier = LINGER_TIER_PRIMARY;
+		tctx->vt.llc = llc;
+	}
 }

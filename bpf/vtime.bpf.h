@@ -17,27 +17,31 @@ struct vtime_task {
 	 * slotted gang member, whose vtime follows none (see gang_enqueue()).
 	 */
 	u32	vtier;
+	/* The LLC whose clock it is measured against (llc.bpf.c). */
+	u32	llc;
 };
 
 /* The slice a task of @tier runs. */
 u64 tier_slice(u32 tier);
-/* The vtime @p queues with in @tier's DSQ. */
-u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx, u32 tier);
+/* The vtime @p queues with in @tier's DSQ on LLC @llc. */
+u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx,
+		     u32 tier, u32 llc);
 /* @slice, cut short for a task lighter than the default weight. */
 u64 weighted_slice(struct task_struct *p, struct task_ctx *tctx, u64 slice);
 /* The vtime @p will have once charged for running @ran ns. */
 u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx, u64 ran,
 		  bool refresh);
-/* Does the first task queued on @dsq come before @vtime? */
-bool queue_head_before(u64 dsq, u64 vtime);
+/* Does a primary waiting on any LLC come before @vtime on @cpu's LLC? */
+bool primary_waits_before(s32 cpu, u64 vtime);
 /* runnable(): a waking task banks at most one slice over its tier. */
-void vtime_wake(struct task_struct *p, u32 tier);
-/* running(): the tier's clock follows what starts running (@slotted: a
- * member of a gang with a slot, which it does not follow). */
-void vtime_advance(struct task_struct *p, struct task_ctx *tctx, bool slotted);
+void vtime_wake(struct task_struct *p, struct task_ctx *tctx, u32 tier);
+/* running() on @cpu: the tier's clock there follows what starts running
+ * (@slotted: a member of a gang with a slot, which it does not follow). */
+void vtime_advance(struct task_struct *p, struct task_ctx *tctx, bool slotted,
+		   s32 cpu);
 /* A slotted gang member's vtime follows no tier's clock from now on. */
 void vtime_detach(struct task_ctx *tctx);
 /* enable(): a task joining the scheduler starts on the primaries' floor. */
-void vtime_enable(struct task_struct *p);
+void vtime_enable(struct task_struct *p, struct task_ctx *tctx);
 
 #endif /* __SCX_LINGER_VTIME_BPF_H */

@@ -20,7 +20,7 @@ use scx_utils::{scx_ops_attach, scx_ops_load, scx_ops_open, uei_exited};
 
 use super::intf;
 use super::skel::{BpfSkel, BpfSkelBuilder};
-use crate::node::{self, CpuPlace};
+use super::topology;
 
 /// Event counters the BPF side keeps per CPU (enum linger_stat).
 pub const NR_STATS: usize = intf::linger_stat_LINGER_NR_STATS as usize;
@@ -89,6 +89,8 @@ pub struct Tunables {
     pub partial: bool,
     /// Guests beside primaries on SMT cores (bpf/smt.bpf.c).
     pub smt_guests: intf::linger_smt_guests,
+    /// A queue per class per LLC (bpf/llc.bpf.c), else one for the node.
+    pub llc_queues: bool,
     /// Per-class and per-job accounting (bpf/account.bpf.c).
     pub accounting: bool,
     /// Testing only: make the BPF side fail this long after it starts.
@@ -101,73 +103,6 @@ pub struct Scheduler<'obj> {
     link: Option<Link>,
     /// What the cgrp_class map holds now (cgroup id -> label).
     labels: BTreeMap<u64, LabelEntry>,
-}
-
-/// One CPU's entry of the cpu_topo map (struct linger_cpu_topo); None
-/// for ids that do not fit it, which then count as no siblings.
-fn topo_entry(place: &CpuPlace) -> Option<intf::linger_cpu_topo> {
-    let max = intf::linger_consts_LINGER_MAX_SMT_SIBLINGS as usize;
-    let mut e = intf::linger_cpu_topo {
-        core: place.core.try_into().ok()?,
-        llc: place.llc.try_into().ok()?,
-        node: place.node.try_into().ok()?,
-        nr_siblings: place.siblings.len().min(max) as u32,
-        siblings: [-1; intf::linger_consts_LINGER_MAX_SMT_SIBLINGS as usize],
-    };
-    for (slot, sib) in e.siblings.iter_mut().zip(&place.siblings) {
-        *slot = (*sib).try_into().ok()?;
-    }
-    Some(e)
-}
-
-/// Tell the BPF side where each CPU sits, before it schedules anything.
-/// Without it every CPU counts as a core of its own: the SMT policy has
-/// nothing to act on, and the scheduler is otherwise unchanged, so a
-/// failure is said in one line and not fatal.
-fn write_cpu_topology(skel: &BpfSkel, smt_guests: intf::linger_smt_guests) {
-    let places = match node::cpu_places() {
-        Ok(p) => p,
-        Err(e) => {
-            warn!("reading the CPU topology failed ({e:#}): SMT siblings are treated as separate cores");
-            return;
-        }
-    };
-    let mut written = 0;
-    for place in &places {
-        let (Some(entry), Ok(cpu)) = (topo_entry(place), u32::try_from(place.cpu)) else {
-            continue;
-        };
-        if skel
-            .maps
-            .cpu_topo
-            .update(
-                &cpu.to_ne_bytes(),
-                bytemuck::bytes_of(&entry),
-                MapFlags::ANY,
-            )
-            .is_ok()
-        {
-            written += 1;
-        }
-    }
-    let smt = places
-        .iter()
-        .map(|p| p.siblings.len() + 1)
-        .max()
-        .unwrap_or(1);
-    let cores = places
-        .iter()
-        .map(|p| p.core)
-        .collect::<std::collections::BTreeSet<_>>()
-        .len();
-    info!(
-        "topology: {written} CPUs on {cores} cores ({smt} thread(s) a core); guests {} busy cores' siblings",
-        if smt_guests == intf::linger_smt_guests_LINGER_SMT_GUESTS_AVOID {
-            "avoid"
-        } else {
-            "share"
-        }
-    );
 }
 
 fn ns(d: Duration) -> u64 {
@@ -208,9 +143,11 @@ impl<'obj> Scheduler<'obj> {
         rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
         rodata.accounting = t.accounting;
         rodata.debug_fail_after_ns = t.debug_fail_after.map_or(0, ns);
+        let places = topology::read().unwrap_or_default();
+        let queues = topology::write_llcs(rodata, &places, t.llc_queues);
 
         let skel = scx_ops_load!(open, linger_ops, uei)?;
-        write_cpu_topology(&skel, t.smt_guests);
+        topology::write_siblings(&skel, &places, queues, t.smt_guests);
         info!(
             "loaded{}: primary slice {} us (wake-up preemption {}), guest slice {} us, guard {} us every {} ms, gang relief {} us after {} us",
             if t.partial {
@@ -437,35 +374,4 @@ pub struct Exit {
     pub kind: i32,
     pub restart_requested: bool,
     pub why: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn place(cpu: usize, siblings: Vec<usize>) -> CpuPlace {
-        CpuPlace {
-            cpu,
-            core: cpu / 2,
-            llc: 0,
-            node: 1,
-            siblings,
-        }
-    }
-
-    #[test]
-    fn a_topology_entry_names_the_cores_other_threads() {
-        let e = topo_entry(&place(3, vec![2])).unwrap();
-        assert_eq!((e.core, e.llc, e.node, e.nr_siblings), (1, 0, 1, 1));
-        assert_eq!(e.siblings[0], 2);
-        assert!(e.siblings[1..].iter().all(|s| *s == -1));
-    }
-
-    #[test]
-    fn a_core_wider_than_the_entry_keeps_what_fits() {
-        let max = intf::linger_consts_LINGER_MAX_SMT_SIBLINGS as usize;
-        let e = topo_entry(&place(0, (1..=max + 3).collect())).unwrap();
-        assert_eq!(e.nr_siblings as usize, max);
-        assert_eq!(e.siblings[max - 1], max as i32);
-    }
 }

@@ -80,6 +80,14 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = SmtGuests::Avoid)]
     pub smt_guests: SmtGuests,
 
+    /// Where each class's queue of waiting tasks lives. `llc`: one per
+    /// last-level cache, which CPUs of the other caches steal from, so
+    /// the node's CPUs do not all contend for one lock. `node`: one for
+    /// the whole node, as before 2026-11-24 (for comparison). The same
+    /// on a node of one LLC.
+    #[arg(long, value_enum, default_value_t = Queues::Llc)]
+    pub queues: Queues,
+
     /// Read the whole cgroup tree again this often, in milliseconds: a
     /// safety net. Cgroups made, removed or relabelled (by `tag`,
     /// `setfattr` or `cpu.idle`) take effect at once through cgroupfs
@@ -138,6 +146,13 @@ pub struct RunArgs {
     /// Verbose: log libbpf's messages (verifier output on load failures).
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+/// `--queues`: a queue per class per LLC, or one per class for the node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Queues {
+    Llc,
+    Node,
 }
 
 /// `--smt-guests`: the policy of enum linger_smt_guests (bpf/intf.h).

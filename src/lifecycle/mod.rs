@@ -112,6 +112,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         wake_preempt: !args.no_wake_preempt,
         partial: args.partial,
         smt_guests: args.smt_guests.bpf_value(),
+        llc_queues: args.queues == args::Queues::Llc,
         accounting: !args.no_accounting,
         debug_fail_after: args.debug_fail_after_ms.map(Duration::from_millis),
         libbpf_verbose: args.verbose,

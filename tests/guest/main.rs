@@ -16,4 +16,3 @@ mod preflight;
 mod slurm;
 mod stats;
 mod trace;
-mod verifier;

@@ -13,6 +13,12 @@ use crate::common::*;
 use crate::gang;
 use crate::trace::{self, Run};
 
+// The verifier budget is measured here: with more than one LLC the
+// verifier walks the stealing paths (bpf/llc.bpf.c), which a node of one
+// LLC prunes away.
+#[path = "verifier.rs"]
+mod verifier;
+
 /// The other hardware threads of each CPU's core, from sysfs.
 fn smt_siblings() -> BTreeMap<u32, Vec<u32>> {
     (0..nr_cpus() as u32)
@@ -196,6 +202,8 @@ fn the_agent_reads_the_node_shape_and_rejects_a_bad_smt_policy() {
         sibs.len() / threads
     );
     assert!(out.contains(&want), "expected {want:?} in:\n{out}");
+    let want = format!("a queue per tier on each of {} LLC(s)", llcs().len());
+    assert!(out.contains(&want), "expected {want:?} in:\n{out}");
 
     let bad = agent_output(Command::new(AGENT).args(["run", "--smt-guests", "sometimes"]));
     let err = String::from_utf8_lossy(&bad.stderr);
@@ -204,6 +212,28 @@ fn the_agent_reads_the_node_shape_and_rejects_a_bad_smt_policy() {
         err.contains("--smt-guests") && err.contains("avoid") && err.contains("share"),
         "the error does not name the flag and its values: {err}"
     );
+}
+
+/// The CPUs of each last-level cache, from sysfs (the highest cache level
+/// each CPU lists).
+fn llcs() -> std::collections::BTreeSet<Vec<u32>> {
+    (0..nr_cpus())
+        .filter_map(|cpu| {
+            let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cache");
+            let last = fs::read_dir(&dir)
+                .ok()?
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.starts_with("index"))
+                .max_by_key(|n| {
+                    fs::read_to_string(format!("{dir}/{n}/level"))
+                        .ok()
+                        .and_then(|l| l.trim().parse::<u32>().ok())
+                })?;
+            fs::read_to_string(format!("{dir}/{last}/shared_cpu_list"))
+                .ok()
+                .map(|l| cpulist(&l))
+        })
+        .collect()
 }
 
 /// Turn the cpuset controller on for `parent`'s children (and above it).
@@ -301,4 +331,73 @@ fn gangs_bound_to_the_same_cores_take_turns_and_one_alone_on_its_cores_runs_thro
     );
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
+}
+
+/// Queues per LLC (bpf/llc.bpf.c): primaries that all queue on one LLC
+/// spread to every other LLC's CPUs, and take them from the guests
+/// there: strict priority holds across queues. Judged by schedstat.
+#[test]
+fn primaries_queued_on_one_llc_take_the_other_llcs_cpus_from_guests() {
+    let llcs = llcs();
+    assert!(
+        llcs.len() >= 2,
+        "this test needs a guest with 2 or more LLCs (--node-shape), found {llcs:?}"
+    );
+    let list = |cpus: &[u32]| {
+        cpus.iter()
+            .map(u32::to_string)
+            .collect::<Vec<_>>()
+            .join(",")
+    };
+    let first = list(llcs.iter().next().unwrap());
+    let all = list(&(0..nr_cpus() as u32).collect::<Vec<_>>());
+    let taskset = |pids: &[i32], cpus: &str| {
+        for pid in pids {
+            let ok = Command::new("taskset")
+                .args(["-a", "-p", "-c", cpus, &pid.to_string()])
+                .stdout(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "taskset -p -c {cpus} {pid} failed");
+        }
+    };
+
+    let primary = TestCgroup::new("t-llc/primary");
+    let guest = TestCgroup::new("t-llc/guest");
+    // share: guests may run beside primaries' siblings, so any guest
+    // time left on the second LLC would be the queues' doing, not SMT's.
+    let agent = Agent::start(&["--smt-guests", "share"]);
+    tag(&guest.rel, "guest");
+    let guests = guest.spin(nr_cpus());
+    std::thread::sleep(Duration::from_secs(1));
+    // One primary per CPU, all on the first LLC: they queue on its DSQ.
+    let prims = primary.spin(nr_cpus());
+    taskset(&prims.pids(), &first);
+    std::thread::sleep(Duration::from_secs(1));
+    // Free to go anywhere; each still waits on the first LLC's queue.
+    taskset(&prims.pids(), &all);
+    std::thread::sleep(Duration::from_secs(1));
+
+    let window = Duration::from_secs(4);
+    let guests_before = total_runtime(&guests);
+    let prim_cpus = cpu_share(&prims, window);
+    let guest_cpus = (total_runtime(&guests) - guests_before) as f64 / window.as_nanos() as f64;
+    figure(&format!(
+        "LLC queues: {} primaries queued on LLC {first} of {} LLCs took {prim_cpus:.2} of {} CPUs; guests {guest_cpus:.3}",
+        nr_cpus(),
+        llcs.len(),
+        nr_cpus()
+    ));
+    assert_eq!(state(), "enabled", "ejected: {:?}", ejections(&dmesg()));
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+    assert!(
+        prim_cpus >= 0.85 * nr_cpus() as f64,
+        "primaries had {prim_cpus:.2} of {} CPUs: another LLC's CPUs did not take them",
+        nr_cpus()
+    );
+    assert!(
+        guest_cpus <= 0.05 * nr_cpus() as f64,
+        "guests ran {guest_cpus:.3} CPUs while primaries waited on another LLC's queue"
+    );
 }

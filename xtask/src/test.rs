@@ -48,13 +48,16 @@ pub struct TestArgs {
     pub churn: u64,
     /// The node-shaped pass: the tests where topology matters
     /// (tests/guest/node_shaped.rs) on a guest of this shape.
-    #[arg(long, default_value = "2s2c2t2n")]
+    #[arg(long, default_value = NODE_SHAPE)]
     pub node_shape: Shape,
     /// The many-CPU pass (tests/guest/many_cpus.rs) on this many vCPUs;
     /// 0 skips it.
     #[arg(long, default_value_t = 64)]
     pub many_cpus: u32,
 }
+
+/// The shape of the node-shaped pass, and of the verifier budget's guest.
+pub const NODE_SHAPE: &str = "2s2c2t2n";
 
 /// The guest passes: the tests of a module that needs a particular guest
 /// run only in that guest, and every other test in the plain one.

@@ -13,7 +13,8 @@ use anyhow::{bail, Context, Result};
 use crate::paths::project_root;
 use crate::progress::step;
 use crate::setup::{deps, kernel};
-use crate::test::build_guest_tests;
+use crate::shape::Shape;
+use crate::test::{build_guest_tests, NODE_SHAPE};
 use crate::vm::{self, VmArgs};
 
 #[derive(clap::Args)]
@@ -70,6 +71,9 @@ pub fn run(args: &VerifierArgs) -> Result<i32> {
         kernels.push("lts-6.12".into());
     }
     let exe = build_guest_tests()?;
+    // More than one LLC, so that the verifier walks the stealing paths
+    // (bpf/llc.bpf.c); single-threaded TCG, as 8 vCPUs need (vm.rs).
+    let shape: Shape = NODE_SHAPE.parse()?;
     let path = project_root().join(BUDGET);
     let mut budget: toml::Table = match std::fs::read_to_string(&path) {
         Ok(text) => text
@@ -89,12 +93,12 @@ pub fn run(args: &VerifierArgs) -> Result<i32> {
         ]);
         let outcome = vm::run(&VmArgs {
             kernel: k.clone(),
-            topology: None,
-            cpus: 2,
+            topology: Some(shape),
+            cpus: shape.cpus(),
             mem: "2G".into(),
             timeout: 900,
             icount: false,
-            single_thread: false,
+            single_thread: true,
             qemu_plugin: None,
             cmd: vec![vm::command_string(&cmd)],
         })?;

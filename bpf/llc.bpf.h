@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * llc.bpf.h - a queue per tier per last-level cache, and the order in
+ * which a CPU looks through them. Design: llc.bpf.c.
+ */
+#ifndef __SCX_LINGER_LLC_BPF_H
+#define __SCX_LINGER_LLC_BPF_H
+
+#include "linger.bpf.h"
+
+/* LLCs with queues of their own (1 .. LINGER_MAX_LLCS), from the agent. */
+extern const volatile u32 nr_llcs;
+
+_Static_assert(LINGER_MAX_LLCS * LINGER_NR_TIERS <= LINGER_GANG_DSQ_BASE,
+	       "tier DSQs would run into the gang DSQs");
+
+/* The DSQ @tier's tasks wait in on LLC @llc: the one encoding of it. */
+static __always_inline u64 tier_dsq(u32 tier, u32 llc)
+{
+	return (u64)llc * LINGER_NR_TIERS + tier;
+}
+
+/* The LLC (0 .. nr_llcs - 1) whose queues @cpu looks at first. */
+u32 cpu_llc_of(s32 cpu);
+/* init(): every LLC's tier DSQs, each on its LLC's NUMA node. */
+s32 init_llc_dsqs(void);
+/*
+ * Move the first task of @tier that may run on @cpu to its local DSQ:
+ * from @cpu's own LLC, else its NUMA node's other LLCs, else any.
+ */
+bool tier_move_to_local(u32 tier, s32 cpu);
+/* Tasks of @tier waiting, on every LLC. */
+u64 tier_nr_queued(u32 tier);
+
+#endif /* __SCX_LINGER_LLC_BPF_H */
