@@ -19,7 +19,8 @@ echo "# kernel=$(uname -r) cpus=$(nproc) hackbench -p -g $NGROUPS -l $LOOPS"
 hb() { hackbench -p -g "$NGROUPS" -l "$LOOPS" | awk '/^Time:/ {print $2}'; }
 
 # Which cases to run (CASES, words from the list below): all by default;
-# `bench --scaling` runs only the three schedulers at every size.
+# `bench --scaling` runs the schedulers and scx_linger with one queue for
+# the node (linger_nodeq) at every size.
 CASES=${CASES:-"eevdf bpfland linger linger_noacct linger_nowp"}
 run_case() {
 	case $1 in
@@ -28,6 +29,7 @@ run_case() {
 	linger) start_sched linger; echo "case=linger rep=$2 time=$(hb)"; stop_sched ;;
 	linger_noacct) start_sched linger --no-accounting; echo "case=linger_noacct rep=$2 time=$(hb)"; stop_sched ;;
 	linger_nowp) start_sched linger --no-wake-preempt; echo "case=linger_nowp rep=$2 time=$(hb)"; stop_sched ;;
+	linger_nodeq) start_sched linger --queues node; echo "case=linger_nodeq rep=$2 time=$(hb)"; stop_sched ;;
 	esac
 }
 

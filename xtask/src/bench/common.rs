@@ -7,6 +7,7 @@ use anyhow::{bail, Result};
 
 use crate::paths::project_root;
 use crate::progress::step;
+use crate::shape::Shape;
 use crate::vm::{self, VmArgs};
 
 /// Workload sizes: the full run, or `--quick` (under 10 minutes).
@@ -93,10 +94,11 @@ pub fn run_script(
     env: &[(String, String)],
     args: &[String],
 ) -> Result<String> {
-    Ok(run_script_with(script, cpus, icount, env, args, None)?.0)
+    Ok(run_script_with(script, cpus, icount, env, args, None, None)?.0)
 }
 
-/// run_script(), with a QEMU plugin loaded (VmArgs::qemu_plugin); also
+/// run_script(), with a QEMU plugin loaded (VmArgs::qemu_plugin) or on a
+/// guest shaped like a node (VmArgs::topology: its CPU count wins); also
 /// returns the boot's results folder, for what the script left there.
 pub fn run_script_with(
     script: &str,
@@ -105,6 +107,7 @@ pub fn run_script_with(
     env: &[(String, String)],
     args: &[String],
     qemu_plugin: Option<String>,
+    topology: Option<Shape>,
 ) -> Result<(String, std::path::PathBuf)> {
     let root = project_root();
     let path = |p: &str| root.join(p).to_string_lossy().into_owned();
@@ -119,7 +122,7 @@ pub fn run_script_with(
     cmd.extend_from_slice(args);
     let outcome = vm::run(&VmArgs {
         kernel: "debian".into(),
-        topology: None,
+        topology,
         cpus,
         mem: "2G".into(),
         timeout: 3600,

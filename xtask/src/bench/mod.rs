@@ -28,6 +28,7 @@ use anyhow::{bail, Context, Result};
 use crate::paths::project_root;
 use crate::progress::step;
 use crate::setup::{deps, scx_tools};
+use crate::shape::Shape;
 use common::Sizes;
 
 #[derive(clap::Args)]
@@ -80,6 +81,11 @@ pub struct BenchArgs {
     /// --cpus 1,2,4,8,16), one icount boot per count, with a PNG.
     #[arg(long)]
     pub scaling: bool,
+    /// With --scaling: also one boot per node shape given (e.g. 2s4c1t:
+    /// 8 vCPUs on 2 sockets, so 2 LLCs; see xtask/src/shape.rs), where
+    /// scx_linger's queues per LLC and one queue for the node differ.
+    #[arg(long, value_delimiter = ',', requires = "scaling")]
+    pub topology: Vec<Shape>,
     /// Profile a primary's wake-up instead (bench/profile.sh): guest
     /// kernel instructions per function, counted by a QEMU plugin
     /// (bench/profile/insn_profile.c), under EEVDF and scx_linger beside
@@ -148,7 +154,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
         return Ok(0);
     }
     if args.scaling {
-        scaling::run(&args.cpus, args.repeats, &env)?;
+        scaling::run(&args.cpus, &args.topology, args.repeats, &env)?;
         return Ok(0);
     }
     if args.overhead {

@@ -216,6 +216,7 @@ pub fn run(loops: u32, env: &[(String, String)]) -> Result<()> {
         env,
         &[loops.to_string()],
         Some(plugin),
+        None,
     )?;
     let syms = Symbols::parse(&std::fs::read_to_string(dir.join("kallsyms"))?);
     let windows: BTreeMap<&str, Window> = CASES
