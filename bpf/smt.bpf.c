@@ -27,8 +27,9 @@
  * the other: a guest cannot start beside a primary unseen.
  *
  * Topology comes from the agent (cpu_topo, written before attach); a CPU
- * without siblings there is never blocked, so a machine without SMT, or
- * share, costs one rodata test per call.
+ * without siblings there is never blocked. On a machine without SMT the
+ * agent writes share (src/bpf/topology.rs: smt_policy()), so there, as
+ * under share, this costs one rodata test per call and no map lookup.
  */
 #include "smt.bpf.h"
 #include "gang.bpf.h"

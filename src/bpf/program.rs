@@ -139,12 +139,12 @@ impl<'obj> Scheduler<'obj> {
         rodata.relief_wait_ns = ns(t.relief_wait);
         rodata.relief_slice_ns = ns(t.relief_slice);
         rodata.wake_preempt = t.wake_preempt;
-        rodata.smt_guests = t.smt_guests;
         rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
         rodata.accounting = t.accounting;
         rodata.debug_fail_after_ns = t.debug_fail_after.map_or(0, ns);
         let places = topology::read().unwrap_or_default();
         let queues = topology::write_llcs(rodata, &places, t.llc_queues);
+        rodata.smt_guests = topology::smt_policy(&places, t.smt_guests);
 
         let skel = scx_ops_load!(open, linger_ops, uei)?;
         topology::write_siblings(&skel, &places, queues, t.smt_guests);

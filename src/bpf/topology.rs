@@ -110,6 +110,21 @@ pub fn write_llcs(rodata: &mut rodata, places: &[CpuPlace], per_llc: bool) -> Qu
     }
 }
 
+/// The SMT policy the BPF side is given: `requested`, except on a node
+/// where no CPU has a sibling (or whose topology could not be read),
+/// which gets `share`: there is nothing to avoid, and the verifier then
+/// drops the sibling lookups from every running() and kept slice.
+pub fn smt_policy(
+    places: &[CpuPlace],
+    requested: intf::linger_smt_guests,
+) -> intf::linger_smt_guests {
+    if places.iter().all(|p| p.siblings.is_empty()) {
+        intf::linger_smt_guests_LINGER_SMT_GUESTS_SHARE
+    } else {
+        requested
+    }
+}
+
 /// One CPU's entry of the cpu_topo map (struct linger_cpu_topo); None
 /// for ids that do not fit it, which then count as no siblings.
 fn topo_entry(place: &CpuPlace) -> Option<intf::linger_cpu_topo> {
@@ -162,11 +177,13 @@ pub fn write_siblings(
     let nodes = places.iter().map(|p| p.node).collect::<BTreeSet<_>>().len();
     let llcs = queues.llcs;
     info!(
-        "topology: {written} CPUs on {cores} cores ({smt} thread(s) a core); guests {} busy cores' siblings; {}, {nodes} NUMA node(s)",
-        if smt_guests == intf::linger_smt_guests_LINGER_SMT_GUESTS_AVOID {
-            "avoid"
+        "topology: {written} CPUs on {cores} cores ({smt} thread(s) a core); {}; {}, {nodes} NUMA node(s)",
+        if smt == 1 {
+            "no SMT siblings to keep guests off"
+        } else if smt_guests == intf::linger_smt_guests_LINGER_SMT_GUESTS_AVOID {
+            "guests avoid busy cores' siblings"
         } else {
-            "share"
+            "guests share busy cores' siblings"
         },
         if queues.per_class == llcs {
             format!("a queue per tier on each of {llcs} LLC(s)")
@@ -214,6 +231,18 @@ mod tests {
         let e = topo_entry(&place(0, (1..=max + 3).collect())).unwrap();
         assert_eq!(e.nr_siblings as usize, max);
         assert_eq!(e.siblings[max - 1], max as i32);
+    }
+
+    #[test]
+    fn a_node_without_smt_gets_share_whatever_was_asked() {
+        let avoid = intf::linger_smt_guests_LINGER_SMT_GUESTS_AVOID;
+        let share = intf::linger_smt_guests_LINGER_SMT_GUESTS_SHARE;
+        let flat = [on_llc(0, 0, 0), on_llc(1, 0, 0)];
+        assert_eq!(smt_policy(&flat, avoid), share);
+        assert_eq!(smt_policy(&[], avoid), share);
+        let pairs = [place(0, vec![1]), place(1, vec![0])];
+        assert_eq!(smt_policy(&pairs, avoid), avoid);
+        assert_eq!(smt_policy(&pairs, share), share);
     }
 
     #[test]
