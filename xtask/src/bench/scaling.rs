@@ -29,7 +29,7 @@ const CASES: [(&str, &str); 4] = [
     ("eevdf", "EEVDF"),
     ("bpfland", "scx_bpfland 1.1.4"),
     ("linger", "scx_linger"),
-    ("linger_nodeq", "scx_linger, one queue"),
+    ("linger_nodeq", "--queues node"),
 ];
 
 /// Median hackbench seconds per case in one boot's raw output.
