@@ -76,9 +76,9 @@ enum linger_consts {
 	LINGER_GANG_DSQ_BASE	= 256,
 	/*
 	 * Last-level caches (LLCs) the scheduler keeps queues for: each has
-	 * a DSQ per tier, below LINGER_GANG_DSQ_BASE. A node with more
-	 * (none made yet has: 2 x 128-core EPYC is 32) shares them out,
-	 * several LLCs a queue.
+	 * a DSQ per tier, below LINGER_GANG_DSQ_BASE. Nodes today have a
+	 * few dozen at most (2 x 128-core EPYC: 32); one with more shares
+	 * them out, several LLCs a queue.
 	 */
 	LINGER_MAX_LLCS		= 64,
 	/*

@@ -37,9 +37,11 @@ pub fn read() -> Option<Vec<CpuPlace>> {
 }
 
 /// The BPF side's LLC numbering: each LLC gets the next index in the
-/// order of its lowest CPU, so the numbers are dense whatever ids sysfs
-/// uses. A node with more LLCs than the BPF side has queues folds them
-/// (index modulo LINGER_MAX_LLCS): several LLCs then share a queue.
+/// order of its lowest CPU. scx_utils' ids are dense already; this keeps
+/// the BPF side's numbering (and the fold below) from depending on how
+/// it assigns them. A node with more LLCs than the BPF side has queues
+/// folds them (index modulo LINGER_MAX_LLCS): several LLCs then share a
+/// queue.
 #[derive(Debug, PartialEq, Eq)]
 pub struct LlcLayout {
     pub nr_llcs: u32,
@@ -79,7 +81,7 @@ pub fn llc_layout(places: &[CpuPlace]) -> LlcLayout {
 
 /// Queues per class: how many, and how many LLCs they serve.
 #[derive(Debug, Clone, Copy)]
-pub struct Queues {
+pub struct QueueLayout {
     pub per_class: u32,
     pub llcs: u32,
 }
@@ -88,12 +90,15 @@ pub struct Queues {
 /// the LLC count as a constant). CPUs beyond the BPF side's arrays stay
 /// on LLC 0. `per_llc` false: one queue per class for the whole node
 /// (`run --queues node`), every CPU on LLC 0.
-pub fn write_llcs(rodata: &mut rodata, places: &[CpuPlace], per_llc: bool) -> Queues {
+pub fn write_llcs(rodata: &mut rodata, places: &[CpuPlace], per_llc: bool) -> QueueLayout {
     let layout = llc_layout(places);
     let llcs = layout.nr_llcs;
     if !per_llc {
+        // The one queue per class serves every node's CPUs: no node's
+        // memory is nearer to all of them.
         rodata.nr_llcs = 1;
-        return Queues { per_class: 1, llcs };
+        rodata.llc_node[0] = -1;
+        return QueueLayout { per_class: 1, llcs };
     }
     rodata.nr_llcs = layout.nr_llcs;
     for (cpu, llc) in layout.cpu_llc {
@@ -104,7 +109,7 @@ pub fn write_llcs(rodata: &mut rodata, places: &[CpuPlace], per_llc: bool) -> Qu
     for (slot, node) in rodata.llc_node.iter_mut().zip(layout.llc_node) {
         *slot = node;
     }
-    Queues {
+    QueueLayout {
         per_class: llcs,
         llcs,
     }
@@ -147,7 +152,7 @@ fn topo_entry(place: &CpuPlace) -> Option<intf::linger_cpu_topo> {
 pub fn write_siblings(
     skel: &BpfSkel,
     places: &[CpuPlace],
-    queues: Queues,
+    queues: QueueLayout,
     smt_guests: intf::linger_smt_guests,
 ) {
     let mut written = 0;
