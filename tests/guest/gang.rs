@@ -210,8 +210,14 @@ fn two_gangs_take_turns_together_on_the_clock() {
         "only {} slot starts in 2 s of 100 ms slots",
         skews.len() + open_skews.len()
     );
+    // Bounds a host tick wide: each vCPU is a host thread of the
+    // multi-threaded emulator on 2 host cores, and one the host leaves
+    // off its core for a tick (4 ms) starts its member that much late.
+    // Runs of one build gave p50 47 us to 3.5 ms (the slowest while the
+    // whole pass ran 20% slow); scheduled by EEVDF, members of one job
+    // are hardly ever together at all (barrier_gangs_run_their_threads_together).
     assert!(
-        skew50 < 0.001 && skew90 < 0.005,
+        skew50 < 0.005 && skew90 < 0.010,
         "co-scheduling skew p50 {:.0} us, p90 {:.0} us",
         skew50 * 1e6,
         skew90 * 1e6
