@@ -55,8 +55,15 @@
  * A gang with more runnable members than CPUs cannot run all at once. It
  * still gets its slot, alone; its members take turns on the CPUs in
  * primary slices, and each such slot counts as a partial start.
+ *
+ * Homes. On a node of several LLCs, each admitted gang that fits in one
+ * gets one as its home (gang_homes() in lib/pure.h, decided with
+ * admission): its members take that LLC's CPUs first, and that LLC's
+ * CPUs take its members first (gang_run.bpf.c). A gang's threads share
+ * data, and barrier-bound ones share cache lines at every step.
  */
 #include "ctx.bpf.h"
+#include "llc.bpf.h"
 
 /* Double-buffered slot table; the agent flips gang_table_idx. */
 struct {
@@ -193,6 +200,28 @@ __hidden void admission_changed(void)
 
 static u64 gang_admit(u32 tier);
 
+/* Each gang's home LLC, or LINGER_NO_HOME; written with admission. */
+static u32 gang_home[LINGER_MAX_GANGS] = {
+	[0 ... LINGER_MAX_GANGS - 1] = LINGER_NO_HOME,
+};
+
+__hidden u32 gang_home_of(u32 g)
+{
+	return nr_llcs > 1 ? gang_home[g & (LINGER_MAX_GANGS - 1)] : LINGER_NO_HOME;
+}
+
+/* The homes of @tier's gangs @admitted, as admission changes. */
+static void gang_place_homes(u64 admitted)
+{
+	struct linger_gang_table *table;
+
+	if (nr_llcs <= 1 || !admitted)
+		return;
+	table = lookup_gang_table();
+	if (table)
+		gang_homes(table, admitted, nr_llcs, llc_nr_cpus, gang_home);
+}
+
 /*
  * A global function, verified once on its own: its loops would otherwise
  * be re-verified inside every caller's (gang_make_room() walks the CPUs).
@@ -205,6 +234,7 @@ __noinline u64 gang_admitted(u32 tier)
 	if (admit_cache_gen[t] == gen)
 		return admit_cache[t];
 	mask = gang_admit(t);
+	gang_place_homes(mask);
 	admit_cache[t] = mask;
 	admit_cache_gen[t] = gen;
 	return mask;

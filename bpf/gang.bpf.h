@@ -90,6 +90,8 @@ struct linger_gang_table *lookup_gang_table(void);
 void admission_changed(void);
 u64 gang_admitted(u32 tier);
 bool gang_may_run(u32 tier, u32 g);
+/* Gang @g's home LLC (see gang.bpf.c), or LINGER_NO_HOME. */
+u32 gang_home_of(u32 g);
 bool waits_for_slot(const struct task_ctx *tctx);
 s64 gang_runnable(u32 g);
 

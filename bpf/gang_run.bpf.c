@@ -79,34 +79,49 @@ static bool gang_claim(s32 cpu, u32 g, u64 kick)
 	return true;
 }
 
+/* Is @cpu in LLC @home (any CPU is, for a gang without one)? */
+static bool in_home(s32 cpu, u32 home)
+{
+	return home == LINGER_NO_HOME || cpu_llc_of(cpu) == home;
+}
+
 /*
  * @p, a member of active gang @g, was queued on its gang's DSQ: find it a
  * CPU at once, so that a member back from a wait takes its place again.
+ * In its gang's home LLC first (gang.bpf.c), at each step below.
  */
 static void gang_make_room(struct task_struct *p, u32 g, u32 tier)
 {
 	bool evict_primary = tier == LINGER_TIER_PRIMARY && !gang_open;
 	s32 cpu = scx_bpf_task_cpu(p), pass;
-	u32 nr_cpus = scx_bpf_nr_cpu_ids();
+	u32 nr_cpus = scx_bpf_nr_cpu_ids(), home = gang_home_of(g);
 
 	/* Its last CPU: warm cache, and usually a back-filler holds it. */
-	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+	if (in_home(cpu, home) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
 	    cpu_free_for(cpu, tier, evict_primary) &&
 	    gang_claim(cpu, g, SCX_KICK_PREEMPT))
 		return;
 
-	cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	cpu = pick_idle_near(p, home, 0);
 	if (cpu >= 0 && gang_claim(cpu, g, SCX_KICK_IDLE))
 		return;
 
-	/* Guests first, then (in its own slot) ordinary primaries. */
-	bpf_for(pass, 0, 2) {
+	/*
+	 * Guests first, then (in its own slot) ordinary primaries; in each,
+	 * the home's CPUs (even passes), then any (odd).
+	 */
+	bpf_for(pass, 0, 4) {
+		bool near = !(pass & 1), evict = pass >= 2 && evict_primary;
+
+		if (near && home == LINGER_NO_HOME)
+			continue;
 		bpf_for(cpu, 0, nr_cpus) {
 			if (cpu >= LINGER_MAX_CPUS)
 				break;
-			if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
-			    (pass == 0 && !cpu_runs_guest(cpu)) ||
-			    !cpu_free_for(cpu, tier, pass == 1 && evict_primary))
+			if ((near && !in_home(cpu, home)) ||
+			    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
+			    (pass < 2 && !cpu_runs_guest(cpu)) ||
+			    !cpu_free_for(cpu, tier, evict))
 				continue;
 			if (gang_claim(cpu, g, SCX_KICK_PREEMPT))
 				return;
@@ -119,14 +134,15 @@ static void gang_make_room(struct task_struct *p, u32 g, u32 tier)
  * dispatch() for the active gangs of @tier. A member already on this CPU
  * keeps it unless a fellow member waits (only when the gang has more
  * runnable members than CPUs: then they take turns), which the caller
- * does; otherwise the CPU takes a waiting member of an active gang.
+ * does; otherwise the CPU takes a waiting member of an active gang, of
+ * the gangs at home in its LLC first.
  */
 __hidden enum gang_dispatch gang_dispatch(u32 tier, s32 cpu,
 					  struct task_struct *prev,
 					  struct task_ctx *ptctx, u64 now)
 {
 	u64 mask = gang_admitted(tier);
-	u32 gang, g;
+	u32 gang, g, pass, llc = cpu_llc_of(cpu);
 
 	/* Every dispatch asks, gangs or none: the cached mask first. */
 	if (!mask)
@@ -138,12 +154,18 @@ __hidden enum gang_dispatch gang_dispatch(u32 tier, s32 cpu,
 		gang_note_start(ptctx, gang_of_ref(gang), now);
 		return GANG_KEEP_PREV;
 	}
-	bpf_for(g, 0, LINGER_MAX_GANGS) {
-		if (!(mask & gang_bit(g)))
+	/* The gangs at home in this CPU's LLC first, then any. */
+	bpf_for(pass, 0, 2) {
+		if (pass == 0 && nr_llcs <= 1)
 			continue;
-		if (scx_bpf_dsq_move_to_local(GANG_DSQ(g), 0)) {
-			stat_inc(LINGER_STAT_GANG_DISPATCH);
-			return GANG_DISPATCHED;
+		bpf_for(g, 0, LINGER_MAX_GANGS) {
+			if (!(mask & gang_bit(g)) ||
+			    (pass == 0 && gang_home_of(g) != llc))
+				continue;
+			if (scx_bpf_dsq_move_to_local(GANG_DSQ(g), 0)) {
+				stat_inc(LINGER_STAT_GANG_DISPATCH);
+				return GANG_DISPATCHED;
+			}
 		}
 	}
 	return GANG_NOTHING;

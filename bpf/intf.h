@@ -82,6 +82,11 @@ enum linger_consts {
 	 */
 	LINGER_MAX_LLCS		= 64,
 	/*
+	 * A gang's home (bpf/lib/pure.h: gang_homes()) when it has none: it
+	 * does not fit in any one LLC it may use, and its members spread.
+	 */
+	LINGER_NO_HOME		= 0xffff,
+	/*
 	 * Buckets of every histogram the BPF side keeps (run delay, gang
 	 * skew, slot switch latency): bucket b counts values in
 	 * [2^b, 2^(b+1)) ns, 0 and 1 ns share bucket 0, and the last bucket
@@ -188,6 +193,9 @@ struct linger_rotation {
  * conflicts: per gang number, the gangs bound to cores that overlap its
  * own. Counting CPUs cannot tell whether such gangs fit together, so BPF
  * never admits a gang beside one it conflicts with.
+ * llcs_of: per gang number, the LLCs (bit i: the BPF side's LLC i, as
+ * the agent numbered them into cpu_llc) its cpuset touches (0: any).
+ * Where its members are placed, its home, must be one of them.
  */
 struct linger_gang_table {
 	struct linger_rotation tiers[LINGER_NR_TIERS];
@@ -195,6 +203,7 @@ struct linger_gang_table {
 	u32	pad;
 	u32	cpus_of[LINGER_MAX_GANGS];
 	u64	conflicts[LINGER_MAX_GANGS];
+	u64	llcs_of[LINGER_MAX_GANGS];
 };
 
 /*

@@ -28,6 +28,12 @@
  * A node with one LLC (nr_llcs == 1, what the agent writes when it
  * cannot read the topology) has one queue per tier, as before; the
  * verifier sees nr_llcs as a constant and the loops below run once.
+ *
+ * Placement keeps a task near its cache: select_cpu()'s default search
+ * already prefers its previous CPU, then its LLC, then its node; the
+ * idle CPU a queued task kicks (enqueue()) and the CPU a gang member
+ * takes (gang_run.bpf.c) are looked for in its LLC first, through each
+ * LLC's cpumask.
  */
 #include "llc.bpf.h"
 
@@ -57,7 +63,88 @@ static s32 node_of(u32 llc)
 	return i < LINGER_MAX_LLCS ? llc_node[i] : -1;
 }
 
-__hidden s32 init_llc_dsqs(void)
+u32 llc_nr_cpus[LINGER_MAX_LLCS];
+
+/* Each LLC's CPUs, for scx_bpf_pick_idle_cpu() (kptrs live in maps). */
+struct llc_cpus {
+	struct bpf_cpumask __kptr *mask;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct llc_cpus);
+	__uint(max_entries, LINGER_MAX_LLCS);
+} llc_cpumasks SEC(".maps");
+
+static s32 init_llc_cpus(void)
+{
+	struct bpf_cpumask *mask;
+	struct llc_cpus *lc;
+	u32 llc, cpu;
+
+	bpf_for(llc, 0, nr_llcs) {
+		lc = bpf_map_lookup_elem(&llc_cpumasks, &llc);
+		mask = bpf_cpumask_create();
+		if (!lc || !mask) {
+			if (mask)
+				bpf_cpumask_release(mask);
+			return -ENOMEM;
+		}
+		mask = bpf_kptr_xchg(&lc->mask, mask);
+		if (mask)
+			bpf_cpumask_release(mask);
+	}
+	bpf_for(cpu, 0, scx_bpf_nr_cpu_ids()) {
+		llc = cpu_llc_of(cpu);
+		if (llc >= LINGER_MAX_LLCS)
+			break;
+		llc_nr_cpus[llc]++;
+		lc = bpf_map_lookup_elem(&llc_cpumasks, &llc);
+		if (!lc)
+			continue;
+		bpf_rcu_read_lock();
+		mask = lc->mask;
+		if (mask)
+			bpf_cpumask_set_cpu(cpu, mask);
+		bpf_rcu_read_unlock();
+	}
+	return 0;
+}
+
+__hidden s32 pick_idle_in_llc(const struct task_struct *p, u32 llc, u64 flags)
+{
+	struct bpf_cpumask *mask;
+	struct llc_cpus *lc;
+	s32 cpu = -1;
+
+	/* One LLC: the caller's pick anywhere is the same pick. */
+	if (nr_llcs <= 1 || llc >= nr_llcs)
+		return -1;
+	lc = bpf_map_lookup_elem(&llc_cpumasks, &llc);
+	if (!lc)
+		return -1;
+	bpf_rcu_read_lock();
+	mask = lc->mask;
+	/*
+	 * A task that may use only part of the LLC (a cpuset, an affinity)
+	 * picks anywhere it may run: the pick claims the CPU it returns,
+	 * and one the task may not use would stay claimed and unused.
+	 */
+	if (mask && bpf_cpumask_subset(cast_mask(mask), p->cpus_ptr))
+		cpu = scx_bpf_pick_idle_cpu(cast_mask(mask), flags);
+	bpf_rcu_read_unlock();
+	return cpu;
+}
+
+__hidden s32 pick_idle_near(const struct task_struct *p, u32 llc, u64 flags)
+{
+	s32 cpu = pick_idle_in_llc(p, llc, flags);
+
+	return cpu >= 0 ? cpu : scx_bpf_pick_idle_cpu(p->cpus_ptr, flags);
+}
+
+__hidden s32 init_llcs(void)
 {
 	u32 llc, tier;
 	s32 ret;
@@ -75,7 +162,7 @@ __hidden s32 init_llc_dsqs(void)
 			}
 		}
 	}
-	return 0;
+	return init_llc_cpus();
 }
 
 /*

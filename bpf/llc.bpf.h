@@ -22,8 +22,11 @@ static __always_inline u64 tier_dsq(u32 tier, u32 llc)
 
 /* The LLC (0 .. nr_llcs - 1) whose queues @cpu looks at first. */
 u32 cpu_llc_of(s32 cpu);
-/* init(): every LLC's tier DSQs, each on its LLC's NUMA node. */
-s32 init_llc_dsqs(void);
+/*
+ * init(): every LLC's tier DSQs, each on its LLC's NUMA node, and each
+ * LLC's CPUs (llc_nr_cpus, and a cpumask for the idle picks).
+ */
+s32 init_llcs(void);
 /*
  * Move the first task of @tier that may run on @cpu to its local DSQ:
  * from @cpu's own LLC, else its NUMA node's other LLCs, else any.
@@ -31,5 +34,15 @@ s32 init_llc_dsqs(void);
 bool tier_move_to_local(u32 tier, s32 cpu);
 /* Tasks of @tier waiting, on every LLC. */
 u64 tier_nr_queued(u32 tier);
+/* The CPUs of each LLC, counted at init (gang homes' room). */
+extern u32 llc_nr_cpus[LINGER_MAX_LLCS];
+/*
+ * An idle CPU @p may use, claimed as scx_bpf_pick_idle_cpu() does: one of
+ * LLC @llc's if there is one, else any (-1: none). @llc may be
+ * LINGER_NO_HOME (no preference).
+ */
+s32 pick_idle_near(const struct task_struct *p, u32 llc, u64 flags);
+/* Only one of LLC @llc's (-1: none, or @p may not use all of that LLC). */
+s32 pick_idle_in_llc(const struct task_struct *p, u32 llc, u64 flags);
 
 #endif /* __SCX_LINGER_LLC_BPF_H */

@@ -286,11 +286,12 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	/*
 	 * select_cpu() is skipped for tasks that did not just wake (preempted
 	 * or yielding tasks, new tasks on some paths), so an idle CPU may
-	 * exist that nobody told: wake one that may run the task (for a
-	 * guest under avoid, a whole idle core first).
+	 * exist that nobody told: wake one that may run the task, in the LLC
+	 * it waits on first (a CPU there takes it from its own queue, no
+	 * steal; for a guest under avoid, a whole idle core first).
 	 */
-	cpu = tier == LINGER_TIER_GUEST ? smt_pick_idle_for_guest(p) :
-					  scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	cpu = tier == LINGER_TIER_GUEST ? smt_pick_idle_for_guest(p, llc) :
+					  pick_idle_near(p, llc, 0);
 	if (cpu >= 0) {
 		stat_inc(LINGER_STAT_KICK_IDLE);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
@@ -598,15 +599,15 @@ void BPF_STRUCT_OPS(linger_cgroup_move, struct task_struct *p,
 
 /*
  * init: sleepable, before any task is scheduled by us: create the DSQs
- * (one per tier per LLC, one per gang), the guest and primary CPU masks
- * and the slot timer.
+ * (one per tier per LLC, one per gang), the CPU masks (each LLC's, the
+ * guests', the primaries') and the slot timer.
  */
 s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 {
 	u32 g;
 	s32 ret;
 
-	ret = init_llc_dsqs();
+	ret = init_llcs();
 	if (ret)
 		return ret;
 	bpf_for(g, 0, LINGER_MAX_GANGS) {

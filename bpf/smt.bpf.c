@@ -149,14 +149,14 @@ __hidden bool smt_guest_blocked(s32 cpu)
 	return blocked;
 }
 
-__hidden s32 smt_pick_idle_for_guest(const struct task_struct *p)
+__hidden s32 smt_pick_idle_for_guest(const struct task_struct *p, u32 llc)
 {
 	s32 cpu;
 
 	if (smt_guests == LINGER_SMT_GUESTS_AVOID) {
-		cpu = scx_bpf_pick_idle_cpu(p->cpus_ptr, SCX_PICK_IDLE_CORE);
+		cpu = pick_idle_near(p, llc, SCX_PICK_IDLE_CORE);
 		if (cpu >= 0)
 			return cpu;
 	}
-	return scx_bpf_pick_idle_cpu(p->cpus_ptr, 0);
+	return pick_idle_near(p, llc, 0);
 }

@@ -18,7 +18,10 @@ s32 init_smt(void);
 void smt_note_cpu(s32 cpu, bool primary);
 /* Must @cpu run no guest now, because a sibling runs a primary? */
 bool smt_guest_blocked(s32 cpu);
-/* An idle CPU for guest @p, a whole idle core first under avoid; -1 if none. */
-s32 smt_pick_idle_for_guest(const struct task_struct *p);
+/*
+ * An idle CPU for guest @p, in LLC @llc first (llc.bpf.c) and, under
+ * avoid, a whole idle core before a lone idle thread; -1 if none.
+ */
+s32 smt_pick_idle_for_guest(const struct task_struct *p, u32 llc);
 
 #endif /* __SCX_LINGER_SMT_BPF_H */

@@ -2,7 +2,8 @@
 /*
  * pure.h - the BPF side's arithmetic that touches no kernel state: the
  * histogram bucket rule, where a gang rotation stands at a clock time,
- * where admission starts in a cycle, and which gangs admission lets run.
+ * where admission starts in a cycle, which gangs admission lets run, and
+ * in which LLC each admitted gang's members are placed.
  *
  * It compiles both as BPF (included by the units that use it) and for
  * the host (pure_host.c), so that the agent's unit tests run these very
@@ -177,6 +178,81 @@ static inline u64 admit_gangs(const struct linger_gang_table *t, u64 lead,
 		room -= takes;
 	}
 	return admitted;
+}
+
+/* May gang @g use LLC @llc (its cpuset touches it, or it is not bound)? */
+static inline bool gang_may_use_llc(const struct linger_gang_table *t, u32 g, u32 llc)
+{
+	u64 llcs = t->llcs_of[g & (LINGER_MAX_GANGS - 1)];
+
+	return !llcs || ((llcs >> (llc & (LINGER_MAX_LLCS - 1))) & 1);
+}
+
+/*
+ * Gang homes: the LLC on whose CPUs the members of each admitted gang are
+ * placed (gang_run.bpf.c), so that a gang that fits in one LLC shares its
+ * cache, and gangs that fit side by side do not interleave over the
+ * node's LLCs. Decided from the same live counts as admission, each time
+ * admission is, for the gangs @admitted (one tier's):
+ * - a gang keeps its home while it may use that LLC and its runnable
+ *   members still fit there beside the gangs already kept: members that
+ *   run stay where they are (a running member moves only when it leaves
+ *   its CPU, so a home that moved would strand them);
+ * - the others, in gang order, take the LLC they may use with the most
+ *   CPUs left, if they fit there. Most room, not best fit: a gang whose
+ *   threads are still starting counts few members, and best fit would
+ *   pile every young gang into the first LLC;
+ * - a gang that fits in no LLC gets LINGER_NO_HOME: its members spread
+ *   wherever there is room, as before homes.
+ * Room is each LLC's CPUs (@llc_cpus, @nr_llcs of them), each gang
+ * taking gang_takes() of its home's. A gang bound to part of an LLC
+ * counts against that LLC only; placement never leaves its cpuset. Gangs
+ * not admitted keep their home for when they are. @homes: per gang, the
+ * current homes in, the new ones out.
+ */
+static inline void gang_homes(const struct linger_gang_table *t, u64 admitted,
+			      u32 nr_llcs, const u32 *llc_cpus, u32 *homes)
+{
+	u32 room[LINGER_MAX_LLCS];
+	u64 left = 0;
+	u32 g, l;
+
+	if (nr_llcs > LINGER_MAX_LLCS)
+		nr_llcs = LINGER_MAX_LLCS;
+	pure_for(l, 0, nr_llcs)
+		room[l & (LINGER_MAX_LLCS - 1)] = llc_cpus[l & (LINGER_MAX_LLCS - 1)];
+	pure_for(g, 0, LINGER_MAX_GANGS) {
+		u32 home = homes[g], takes;
+
+		if (!(admitted & gang_bit(g)))
+			continue;
+		takes = gang_takes(t, g, gang_runnable(g));
+		if (home < nr_llcs && gang_may_use_llc(t, g, home) &&
+		    takes <= room[home & (LINGER_MAX_LLCS - 1)]) {
+			room[home & (LINGER_MAX_LLCS - 1)] -= takes;
+			continue;
+		}
+		left |= gang_bit(g);
+	}
+	pure_for(g, 0, LINGER_MAX_GANGS) {
+		u32 best = LINGER_NO_HOME, most = 0, takes;
+
+		if (!(left & gang_bit(g)))
+			continue;
+		takes = gang_takes(t, g, gang_runnable(g));
+		pure_for(l, 0, nr_llcs) {
+			u32 r = room[l & (LINGER_MAX_LLCS - 1)];
+
+			if (gang_may_use_llc(t, g, l) && takes <= r &&
+			    (best == LINGER_NO_HOME || r > most)) {
+				best = l;
+				most = r;
+			}
+		}
+		homes[g] = best;
+		if (best != LINGER_NO_HOME)
+			room[best & (LINGER_MAX_LLCS - 1)] -= takes;
+	}
 }
 
 #endif /* __SCX_LINGER_PURE_H */

@@ -40,3 +40,13 @@ u64 linger_pure_admit_gangs(const struct linger_gang_table *t, const s64 *runnab
 		test_runnable[g] = runnable[g];
 	return admit_gangs(t, lead, fill, first);
 }
+
+void linger_pure_gang_homes(const struct linger_gang_table *t, const s64 *runnable,
+			    u64 admitted, u32 nr_llcs, const u32 *llc_cpus, u32 *homes)
+{
+	u32 g;
+
+	for (g = 0; g < LINGER_MAX_GANGS; g++)
+		test_runnable[g] = runnable[g];
+	gang_homes(t, admitted, nr_llcs, llc_cpus, homes);
+}

@@ -257,6 +257,20 @@ impl<'obj> Scheduler<'obj> {
         Ok(read_value(&raw))
     }
 
+    /// Each CPU's LLC as the BPF side numbers them (rodata cpu_llc, which
+    /// gang homes count in), by CPU; empty where it has one LLC or one
+    /// queue for the node (then there are no homes).
+    pub fn cpu_llcs(&self) -> Vec<u32> {
+        let Some(ro) = self.skel.maps.rodata_data.as_ref() else {
+            return Vec::new();
+        };
+        if ro.nr_llcs <= 1 {
+            return Vec::new();
+        }
+        let nr_cpus = crate::node::online_cpus() as usize;
+        ro.cpu_llc.iter().take(nr_cpus).copied().collect()
+    }
+
     /// Whether the BPF side accounts per class and job.
     pub fn accounting(&self) -> bool {
         self.skel

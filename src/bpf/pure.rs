@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The BPF side's pure arithmetic (bpf/lib/pure.h), compiled for the host
 //! by build.rs, for unit tests: the histogram bucket rule, a rotation's
-//! position at a clock time, admission's starting gang and admission
-//! itself are tested as the BPF program computes them, not as a Rust copy
-//! would.
+//! position at a clock time, admission's starting gang, admission itself
+//! and gang homes are tested as the BPF program computes them, not as a
+//! Rust copy would.
 
-use super::intf::{linger_consts_LINGER_MAX_GANGS, linger_gang_table, linger_rotation};
+use super::intf::{
+    linger_consts_LINGER_MAX_GANGS, linger_consts_LINGER_MAX_LLCS, linger_gang_table,
+    linger_rotation,
+};
 
 extern "C" {
     fn linger_pure_hist_bucket(ns: u64) -> u32;
@@ -23,6 +26,14 @@ extern "C" {
         fill: u64,
         first: u32,
     ) -> u64;
+    fn linger_pure_gang_homes(
+        t: *const linger_gang_table,
+        runnable: *const i64,
+        admitted: u64,
+        nr_llcs: u32,
+        llc_cpus: *const u32,
+        homes: *mut u32,
+    );
 }
 
 /// hist_bucket(): the histogram bucket a value of `ns` is counted in.
@@ -61,4 +72,31 @@ pub fn admit_gangs(
 ) -> u64 {
     // SAFETY: reads the table and the 64 counts we lend it.
     unsafe { linger_pure_admit_gangs(t, runnable.as_ptr(), lead, fill, first) }
+}
+
+/// gang_homes(): the home LLC of each of the `admitted` gangs, with
+/// `runnable[g]` members of gang g runnable, `llc_cpus` the CPUs of each
+/// LLC and `homes` the current homes (updated in place).
+pub fn gang_homes(
+    t: &linger_gang_table,
+    runnable: &[i64; linger_consts_LINGER_MAX_GANGS as usize],
+    admitted: u64,
+    llc_cpus: &[u32],
+    homes: &mut [u32; linger_consts_LINGER_MAX_GANGS as usize],
+) {
+    let mut cpus = [0u32; linger_consts_LINGER_MAX_LLCS as usize];
+    let n = llc_cpus.len().min(cpus.len());
+    cpus[..n].copy_from_slice(&llc_cpus[..n]);
+    // SAFETY: reads the table, the 64 counts and the LLC sizes we lend
+    // it, writes the 64 homes.
+    unsafe {
+        linger_pure_gang_homes(
+            t,
+            runnable.as_ptr(),
+            admitted,
+            n as u32,
+            cpus.as_ptr(),
+            homes.as_mut_ptr(),
+        )
+    }
 }

@@ -14,6 +14,7 @@ use anyhow::Result;
 use log::{debug, info, warn};
 
 use super::table::{self, GangLabel, GangPlace, GangRef, Numbers, Table};
+use crate::bpf::intf;
 use crate::bpf::program::{LabelEntry, Scheduler};
 use crate::labels::cgroups::Resolved;
 use crate::labels::class::Class;
@@ -31,6 +32,8 @@ pub struct Rotation {
     default_slot: Duration,
     open_pct: u32,
     nr_cpus: u32,
+    /// Each CPU's LLC as the BPF side numbers them; empty: one LLC.
+    cpu_llc: Vec<u32>,
     /// The table BPF rotates through now.
     table: Table,
     /// Gangs already reported as too big or as left out.
@@ -39,7 +42,7 @@ pub struct Rotation {
 }
 
 impl Rotation {
-    pub fn new(mount: &Path, default_slot: Duration, open_pct: u32) -> Rotation {
+    pub fn new(mount: &Path, default_slot: Duration, open_pct: u32, cpu_llc: Vec<u32>) -> Rotation {
         Rotation {
             mount: mount.to_path_buf(),
             numbers: Numbers::default(),
@@ -48,6 +51,7 @@ impl Rotation {
             default_slot,
             open_pct,
             nr_cpus: node::online_cpus(),
+            cpu_llc,
             table: Table::default(),
             warned_big: HashSet::new(),
             warned_full: HashSet::new(),
@@ -119,14 +123,16 @@ impl Rotation {
             let Some(number) = self.numbers.get(g.id) else {
                 continue;
             };
+            let cpus = bound_cpus(&self.mount, &g.rel, self.nr_cpus);
             let place = GangPlace {
                 number,
+                llcs: cpus.as_deref().map_or(0, |c| llcs_of(c, &self.cpu_llc)),
                 rel: g.rel.clone(),
                 tier: g.class.tier(),
                 slot: g
                     .slot_ms
                     .map_or(self.default_slot, |ms| Duration::from_millis(ms.into())),
-                cpus: bound_cpus(&self.mount, &g.rel, self.nr_cpus),
+                cpus,
             };
             let runnable = sched.gang_stat(number)?.nr_runnable.max(0) as u64;
             let room = place.room(self.nr_cpus);
@@ -164,6 +170,16 @@ impl Rotation {
             .iter()
             .filter_map(|g| Some((g, self.numbers.get(g.id)?)))
     }
+}
+
+/// The LLCs `cpus` are in, a bit per LLC as the BPF side numbers them
+/// (`cpu_llc`, by CPU); 0 (any) on a node of one LLC.
+fn llcs_of(cpus: &[u32], cpu_llc: &[u32]) -> u64 {
+    cpus.iter()
+        .filter_map(|&c| cpu_llc.get(c as usize))
+        .fold(0, |m, &l| {
+            m | 1u64 << (l % intf::linger_consts_LINGER_MAX_LLCS)
+        })
 }
 
 /// The CPUs the cgroup `rel` may use when its cpuset (or its nearest
@@ -204,7 +220,12 @@ mod tests {
             cg("idle", 4, Some("guest")),
         ];
         let resolved = resolve_all(&cgs, Class::Primary);
-        let mut rot = Rotation::new(Path::new("/sys/fs/cgroup"), Duration::from_millis(100), 10);
+        let mut rot = Rotation::new(
+            Path::new("/sys/fs/cgroup"),
+            Duration::from_millis(100),
+            10,
+            Vec::new(),
+        );
         let entries = rot.label_entries(&resolved);
         assert_eq!(entries.len(), 4);
         let gang = GangRef::of(0).0;

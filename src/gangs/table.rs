@@ -117,6 +117,9 @@ pub struct GangPlace {
     pub slot: Duration,
     /// The CPUs its cpuset allows, in order; None: any CPU of the node.
     pub cpus: Option<Vec<u32>>,
+    /// The LLCs those CPUs are in (bit per LLC as the BPF side numbers
+    /// them); 0: any.
+    pub llcs: u64,
 }
 
 impl GangPlace {
@@ -163,6 +166,8 @@ pub struct Table {
     pub cpus_of: BTreeMap<usize, u32>,
     /// Per gang number, the gangs bound to cores overlapping its own.
     pub conflicts: BTreeMap<usize, u64>,
+    /// Per gang number bound to some of the node's LLCs only, which.
+    pub llcs_of: BTreeMap<usize, u64>,
 }
 
 /// Lay the gangs out into a rotation per tier (see the module comment).
@@ -204,6 +209,9 @@ pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32) -> Table {
     for g in &gangs {
         if g.cpus.is_some() {
             table.cpus_of.insert(g.number, g.room(nr_cpus));
+        }
+        if g.llcs != 0 {
+            table.llcs_of.insert(g.number, g.llcs);
         }
         let with = gangs
             .iter()
@@ -248,6 +256,11 @@ impl Table {
         for (&g, &with) in &self.conflicts {
             if let Some(slot) = out.conflicts.get_mut(g) {
                 *slot = with;
+            }
+        }
+        for (&g, &llcs) in &self.llcs_of {
+            if let Some(slot) = out.llcs_of.get_mut(g) {
+                *slot = llcs;
             }
         }
         for (t, rot) in self.tiers.iter().enumerate() {
@@ -308,6 +321,7 @@ mod tests {
             tier,
             slot: Duration::from_millis(100),
             cpus: None,
+            llcs: 0,
         }
     }
 
@@ -616,5 +630,84 @@ mod tests {
         assert_eq!(b.tiers[1].slots[0].gangs, 1 << 9);
         assert_eq!(b.tiers[1].gangs, 1 << 9);
         assert_eq!((b.nr_cpus, b.cpus_of[9], b.cpus_of[3]), (2, 1, 0));
+    }
+
+    const NO_HOME: u32 = intf::linger_consts_LINGER_NO_HOME;
+
+    /// Homes after one admission of `admitted` with `runnable` members
+    /// (by gang number), on LLCs of `llc_cpus` CPUs, from `homes`.
+    fn homes_after(
+        t: &Table,
+        runnable: &[(usize, i64)],
+        admitted: u64,
+        llc_cpus: &[u32],
+        homes: &mut [u32; MAX_GANGS],
+    ) {
+        let mut counts = [0i64; MAX_GANGS];
+        for &(g, n) in runnable {
+            counts[g] = n;
+        }
+        pure::gang_homes(&t.to_bpf(), &counts, admitted, llc_cpus, homes);
+    }
+
+    #[test]
+    fn gangs_that_start_small_spread_over_the_llcs_and_keep_their_homes_as_they_grow() {
+        let gangs = [place(0, "a", Class::Gang), place(1, "b", Class::Gang)];
+        let t = lay_out(&gangs, 8, 10);
+        let mut homes = [NO_HOME; MAX_GANGS];
+        // Each job's first thread: most room, not the first LLC that fits.
+        homes_after(&t, &[(0, 1), (1, 1)], 0b11, &[4, 4], &mut homes);
+        assert_eq!((homes[0], homes[1]), (0, 1));
+        for n in 2..=4 {
+            homes_after(&t, &[(0, n), (1, n)], 0b11, &[4, 4], &mut homes);
+            assert_eq!((homes[0], homes[1]), (0, 1), "at {n} members each");
+        }
+    }
+
+    #[test]
+    fn a_gang_bigger_than_any_llc_has_no_home_until_it_fits_one() {
+        let t = lay_out(&[place(0, "big", Class::Gang)], 8, 10);
+        let mut homes = [NO_HOME; MAX_GANGS];
+        // The thread that spawned five workers still counts.
+        homes_after(&t, &[(0, 5)], 0b1, &[4, 4], &mut homes);
+        assert_eq!(homes[0], NO_HOME);
+        homes_after(&t, &[(0, 4)], 0b1, &[4, 4], &mut homes);
+        assert_eq!(homes[0], 0);
+    }
+
+    #[test]
+    fn a_gang_whose_home_fills_up_moves_and_one_left_out_keeps_its_home() {
+        let gangs = [
+            place(0, "a", Class::Gang),
+            place(1, "b", Class::Gang),
+            place(2, "c", Class::Gang),
+        ];
+        let t = lay_out(&gangs, 8, 10);
+        let mut homes = [NO_HOME; MAX_GANGS];
+        homes_after(&t, &[(0, 2), (1, 2)], 0b011, &[4, 4], &mut homes);
+        assert_eq!((homes[0], homes[1]), (0, 1));
+        // c comes in with 2: both LLCs have 2 CPUs left; c takes the first.
+        homes_after(&t, &[(0, 2), (1, 2), (2, 2)], 0b111, &[4, 4], &mut homes);
+        assert_eq!((homes[0], homes[1], homes[2]), (0, 1, 0));
+        // a grows to 3: it keeps LLC 0 (gang order), which has 1 CPU left
+        // for c, so c moves to LLC 1.
+        homes_after(&t, &[(0, 3), (1, 2), (2, 2)], 0b111, &[4, 4], &mut homes);
+        assert_eq!((homes[0], homes[1], homes[2]), (0, 1, 1));
+        // c is left out of the next slot: it keeps its home for later.
+        homes_after(&t, &[(0, 3), (1, 2), (2, 2)], 0b011, &[4, 4], &mut homes);
+        assert_eq!(homes[2], 1);
+    }
+
+    #[test]
+    fn a_bound_gang_is_homed_only_in_the_llcs_its_cpuset_touches() {
+        let mut g = bound(0, "bound", &[4, 5]);
+        g.llcs = 0b10;
+        let t = lay_out(&[g, place(1, "free", Class::Gang)], 8, 10);
+        assert_eq!(t.llcs_of.get(&0), Some(&0b10));
+        let mut homes = [NO_HOME; MAX_GANGS];
+        homes_after(&t, &[(0, 2), (1, 3)], 0b11, &[4, 4], &mut homes);
+        // The bound gang is on LLC 1 even though LLC 0 had more room; the
+        // free one then takes LLC 0, where there is more room left.
+        assert_eq!((homes[0], homes[1]), (1, 0));
     }
 }

@@ -173,6 +173,7 @@ pub fn run(
         mount,
         Duration::from_millis(args.slot_ms),
         args.gang_open_pct,
+        sched.cpu_llcs(),
     );
     let mut labelled = Labelled::default();
     // Labels first, then attach: no task is ever scheduled as a primary
