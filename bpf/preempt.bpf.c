@@ -14,7 +14,8 @@
  * into the primary DSQ *before* it reads guest_cpus. So either the CPU
  * sees the primary in the DSQ, or the primary sees the CPU's bit: a
  * primary cannot slip in between unseen. The bit is cleared when a primary
- * or a guard-granted guest starts running there. A stale bit on a CPU that
+ * claims the CPU (guest_cpu_for()) or a primary or a guard-granted guest
+ * starts running there. A stale bit on a CPU that
  * went idle costs at most a kick of an idle CPU, which then runs the
  * primary: exactly what we want anyway.
  */
@@ -66,26 +67,42 @@ __hidden bool cpu_runs_guest(s32 cpu)
 }
 
 /*
- * A CPU that runs a guest and may run @p, preferring @prev_cpu (its cache
- * may still be warm); -1 if there is none.
+ * Claim a CPU that runs a guest and may run @p, preferring @prev_cpu (its
+ * cache may still be warm); -1 if there is none. The claim clears the
+ * CPU's bit: the primary sent there will take it, and until it runs, the
+ * bit would send the next waking primary to the same CPU, to queue
+ * behind the first in its FIFO local DSQ for a whole slice. Two
+ * primaries woken by one timer interrupt did exactly that (2 vCPUs
+ * beside guests: cyclictest behind a duty primary's 10 ms burst). If the
+ * CPU takes a guest again, dispatch() sets its bit again, as above.
  */
 __hidden s32 guest_cpu_for(const struct task_struct *p, s32 prev_cpu)
 {
+	u32 nr_cpus = scx_bpf_nr_cpu_ids(), tries;
 	struct bpf_cpumask *mask;
 	s32 cpu = -1;
 
 	bpf_rcu_read_lock();
 	mask = guest_cpus;
-	if (mask) {
-		if (bpf_cpumask_test_cpu(prev_cpu, cast_mask(mask)) &&
-		    bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr))
-			cpu = prev_cpu;
-		else
+	if (mask && bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) &&
+	    bpf_cpumask_test_and_clear_cpu(prev_cpu, mask)) {
+		cpu = prev_cpu;
+	} else if (mask) {
+		/* Another waker may claim the one found first: a few more. */
+		bpf_for(tries, 0, 4) {
 			cpu = bpf_cpumask_any_and_distribute(cast_mask(mask),
 							     p->cpus_ptr);
+			if (cpu < 0 || cpu >= nr_cpus) {
+				cpu = -1;
+				break;
+			}
+			if (bpf_cpumask_test_and_clear_cpu(cpu, mask))
+				break;
+			cpu = -1;
+		}
 	}
 	bpf_rcu_read_unlock();
-	return cpu >= 0 && cpu < scx_bpf_nr_cpu_ids() ? cpu : -1;
+	return cpu;
 }
 
 /*

@@ -14,7 +14,10 @@ s32 init_guest_cpus(void);
 void mark_guest_cpu(s32 cpu, bool running_guest);
 /* Does @cpu run a preemptible guest? */
 bool cpu_runs_guest(s32 cpu);
-/* A CPU running a guest that @p may use, @prev_cpu first; -1 if none. */
+/*
+ * Claim a CPU running a guest that @p may use, @prev_cpu first (no other
+ * waking primary is sent there until it takes a guest again); -1 if none.
+ */
 s32 guest_cpu_for(const struct task_struct *p, s32 prev_cpu);
 /* Kick such a CPU for @p, queued on the primary DSQ; true if one was. */
 bool preempt_guest_for(const struct task_struct *p);
