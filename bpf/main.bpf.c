@@ -196,6 +196,7 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 	cpu = guest_cpu_for(p, prev_cpu);
 	if (cpu >= 0) {
 		stat_inc(LINGER_STAT_PREEMPT_GUEST);
+		wakeup_note_jump(tctx);
 		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
 				   SCX_ENQ_PREEMPT);
 		return cpu;

@@ -16,12 +16,15 @@ struct wakeup_task {
 	u64	burst;		/* ns run since it last woke */
 	u64	avg_burst;	/* running average of burst per wake-up */
 	bool	sync_wake;	/* its waker said it will sleep (SCX_WAKE_SYNC) */
+	bool	jumped;		/* sent to a guest's CPU past the queue */
 };
 
 /* runnable(): @tctx's task woke up (or is new). */
 void wakeup_note_wake(struct task_ctx *tctx);
 /* select_cpu(): @tctx's task wakes with @wake_flags and found no CPU. */
 void wakeup_note_select(struct task_ctx *tctx, u64 wake_flags);
+/* select_cpu(): @tctx's task goes to a guest's CPU, past the queue. */
+void wakeup_note_jump(struct task_ctx *tctx);
 /* running(): @p starts on this CPU. */
 void wakeup_note_running(struct task_struct *p, struct task_ctx *tctx);
 /* stopping(): @tctx's task leaves its CPU after running @ran ns. */
