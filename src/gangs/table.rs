@@ -665,13 +665,17 @@ mod tests {
     }
 
     #[test]
-    fn a_gang_bigger_than_any_llc_has_no_home_until_it_fits_one() {
+    fn a_gang_bigger_than_any_llc_has_no_home_until_it_fits_one_then_keeps_it() {
         let t = lay_out(&[place(0, "big", Class::Gang)], 8, 10);
         let mut homes = [NO_HOME; MAX_GANGS];
         // The thread that spawned five workers still counts.
         homes_after(&t, &[(0, 5)], 0b1, &[4, 4], &mut homes);
         assert_eq!(homes[0], NO_HOME);
         homes_after(&t, &[(0, 4)], 0b1, &[4, 4], &mut homes);
+        assert_eq!(homes[0], 0);
+        // Once homed, a moment too big for any LLC (its launcher counted
+        // again) does not strand the members already running at home.
+        homes_after(&t, &[(0, 5)], 0b1, &[4, 4], &mut homes);
         assert_eq!(homes[0], 0);
     }
 
