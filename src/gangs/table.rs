@@ -349,12 +349,23 @@ mod tests {
     /// with `runnable` members of each gang (by number) runnable, filling
     /// from gang `first`.
     fn admitted(t: &Table, runnable: &[(usize, i64)], lead: usize, first: u32) -> u64 {
+        let lead = 1u64 << lead;
+        pure::admit_gangs(
+            &t.to_bpf(),
+            &counts(runnable),
+            lead,
+            t.tiers[0].gangs & !lead,
+            first,
+        )
+    }
+
+    /// Runnable members per gang number, from (gang, count) pairs.
+    fn counts(runnable: &[(usize, i64)]) -> [i64; MAX_GANGS] {
         let mut counts = [0i64; MAX_GANGS];
         for &(g, n) in runnable {
             counts[g] = n;
         }
-        let lead = 1u64 << lead;
-        pure::admit_gangs(&t.to_bpf(), &counts, lead, t.tiers[0].gangs & !lead, first)
+        counts
     }
 
     #[test]
@@ -643,11 +654,7 @@ mod tests {
         llc_cpus: &[u32],
         homes: &mut [u32; MAX_GANGS],
     ) {
-        let mut counts = [0i64; MAX_GANGS];
-        for &(g, n) in runnable {
-            counts[g] = n;
-        }
-        pure::gang_homes(&t.to_bpf(), &counts, admitted, llc_cpus, homes);
+        pure::gang_homes(&t.to_bpf(), &counts(runnable), admitted, llc_cpus, homes);
     }
 
     #[test]
