@@ -44,11 +44,16 @@ static __always_inline u32 gang_of_ref(u32 ref)
  * (enum linger_gang_ref) of the member on it, set by the CPU itself.
  * reserved: a waking member of that gang kicked this CPU and will take
  * it. released: a higher sched class (RT, deadline, stop) holds the CPU.
+ * swap_to: a home swap (gang_run.bpf.c): the member of gang swap_gang on
+ * this CPU goes to CPU swap_to - 1 at its next enqueue().
  */
 struct cpu_gang {
 	u32	running;
 	u32	reserved;
 	u64	reserved_at;
+	u32	swap_to;
+	u32	swap_gang;
+	u64	swap_at;
 	bool	released;
 };
 
@@ -102,6 +107,9 @@ void gang_note_start(struct task_ctx *tctx, u32 g, u64 now);
 /* gang_run.bpf.c: members on CPUs. */
 u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc);
 void gang_enqueue(struct task_struct *p, struct task_ctx *tctx, u32 gang, u64 enq_flags);
+bool gang_send_home(struct task_struct *p, const struct task_ctx *tctx,
+		    s32 cpu, u64 now);
+bool gang_swap_enqueue(struct task_struct *p, const struct task_ctx *tctx, u64 enq_flags);
 /* What gang_dispatch() did with the CPU. */
 enum gang_dispatch {
 	GANG_NOTHING,		/* no member for it: the caller goes on */

@@ -131,11 +131,129 @@ static void gang_make_room(struct task_struct *p, u32 g, u32 tier)
 }
 
 /*
+ * Home swaps. A member that started before its gang had a home, or before
+ * the home moved, may run outside it, and a spinning member never leaves
+ * its CPU by itself: sched_ext moves a task only as it passes enqueue(),
+ * and it offers no way to move a running one. So when such a member's
+ * slice ends, dispatch() finds it a CPU at home (an idle one, or one
+ * running a member of a gang whose home is this CPU's LLC: the mirror
+ * image) and marks the swap on both CPUs; dispatch() then keeps nothing,
+ * the kernel hands the member to enqueue() (SCX_OPS_ENQ_LAST), and
+ * gang_swap_enqueue() inserts it on the home CPU's local DSQ, preempting
+ * the mirror member there, whose own enqueue() sends it back the same
+ * way. Marks expire like reservations: a swap whose other half never
+ * comes (the mirror member slept) leaves nothing behind.
+ */
+#define GANG_SWAP_NS	GANG_RESERVATION_NS
+
+static bool swap_live(const struct cpu_gang *cg, u64 now)
+{
+	return cg->swap_to && now - cg->swap_at < GANG_SWAP_NS;
+}
+
+/* Mark that @cg's member of gang @gang (+1) goes to @to; false if taken. */
+static bool swap_mark(struct cpu_gang *cg, u32 gang, s32 to, u64 now)
+{
+	u32 old = cg->swap_to;
+
+	if (swap_live(cg, now) ||
+	    __sync_val_compare_and_swap(&cg->swap_to, old, to + 1) != old)
+		return false;
+	cg->swap_gang = gang;
+	cg->swap_at = now;
+	return true;
+}
+
+/*
+ * @p, a member that gang_dispatch() would keep on @cpu: if that is outside
+ * its gang's home, mark a swap to a CPU at home. True: @p goes, and
+ * dispatch() keeps nothing. Called by dispatch() itself, not from inside
+ * gang_dispatch(): one call level less keeps 6.12's verifier within the
+ * 512 bytes of stack it allows a whole call chain.
+ */
+__hidden bool gang_send_home(struct task_struct *p, const struct task_ctx *tctx,
+			     s32 cpu, u64 now)
+{
+	u32 g = gang_of_ref(sched_gang(tctx)), tier = tctx->cls.tier;
+	u32 home = gang_home_of(g), llc = cpu_llc_of(cpu), mirror;
+	u32 nr_cpus = scx_bpf_nr_cpu_ids();
+	struct cpu_gang *mine, *cg;
+	s32 to;
+
+	if (nr_llcs <= 1 || home == LINGER_NO_HOME || home == llc)
+		return false;
+	mine = lookup_cpu_gang(cpu);
+	if (!mine || swap_live(mine, now))
+		return false;
+	/* An idle CPU at home: the pick claims it. */
+	to = pick_idle_in_llc(p, home, 0);
+	if (to >= 0) {
+		if (swap_mark(mine, gang_ref(g), to, now))
+			return true;
+		scx_bpf_kick_cpu(to, SCX_KICK_IDLE);	/* give the claim back */
+		return false;
+	}
+	/* A mirror member: its gang is at home here, it runs in ours. */
+	bpf_for(to, 0, nr_cpus) {
+		if (to >= LINGER_MAX_CPUS)
+			break;
+		if (cpu_llc_of(to) != home || !bpf_cpumask_test_cpu(to, p->cpus_ptr))
+			continue;
+		cg = lookup_cpu_gang(to);
+		if (!cg || cg->released || reservation_held(cg, now) ||
+		    swap_live(cg, now))
+			continue;
+		mirror = cg->running;
+		if (mirror == LINGER_GANG_NONE || mirror == gang_ref(g) ||
+		    !gang_may_run(tier, gang_of_ref(mirror)) ||
+		    gang_home_of(gang_of_ref(mirror)) != llc)
+			continue;
+		if (!swap_mark(mine, gang_ref(g), to, now))
+			return false;
+		if (!swap_mark(cg, mirror, cpu, now)) {
+			mine->swap_to = 0;
+			return false;
+		}
+		/* This CPU waits for the mirror member, as for a waking one. */
+		mine->reserved = mirror;
+		mine->reserved_at = now;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * enqueue() of gang member @p: if a home swap is marked for it on its
+ * CPU, it goes straight to the CPU it swaps to, taking it from whatever
+ * runs there (the mirror member, which then comes here). True if done.
+ */
+__hidden bool gang_swap_enqueue(struct task_struct *p,
+				const struct task_ctx *tctx, u64 enq_flags)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(scx_bpf_task_cpu(p));
+	u64 now = scx_bpf_now();
+	s32 to;
+
+	if (!cg || !swap_live(cg, now) || cg->swap_gang != tctx->cls.gang)
+		return false;
+	to = cg->swap_to - 1;
+	cg->swap_to = 0;
+	if (to < 0 || to >= LINGER_MAX_CPUS ||
+	    !bpf_cpumask_test_cpu(to, p->cpus_ptr))
+		return false;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | to, tier_slice(tctx->cls.tier),
+			   (enq_flags & ~SCX_ENQ_LAST) | SCX_ENQ_PREEMPT);
+	stat_inc(LINGER_STAT_GANG_HOME_SWAP);
+	return true;
+}
+
+/*
  * dispatch() for the active gangs of @tier. A member already on this CPU
  * keeps it unless a fellow member waits (only when the gang has more
  * runnable members than CPUs: then they take turns), which the caller
- * does; otherwise the CPU takes a waiting member of an active gang, of
- * the gangs at home in its LLC first.
+ * does (unless it goes home: gang_send_home()); otherwise the CPU takes
+ * a waiting member of an active gang, of the gangs at home in its LLC
+ * first.
  */
 __hidden enum gang_dispatch gang_dispatch(u32 tier, s32 cpu,
 					  struct task_struct *prev,

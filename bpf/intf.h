@@ -288,6 +288,7 @@ enum linger_stat {
 	LINGER_STAT_WAKE_DEFER,		/* ... timer armed to preempt once the running one has run long */
 	LINGER_STAT_SMT_KICK,		/* guest kicked off a core a primary started on */
 	LINGER_STAT_SMT_DECLINE,	/* CPU ran no guest: its sibling runs a primary */
+	LINGER_STAT_GANG_HOME_SWAP,	/* member outside its gang's home sent to a CPU there */
 	LINGER_NR_STATS,
 };
 

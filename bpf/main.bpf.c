@@ -143,7 +143,9 @@ static bool dispatch_gang(u32 tier, s32 cpu, struct task_struct *prev,
 {
 	switch (gang_dispatch(tier, cpu, prev, tctx, now)) {
 	case GANG_KEEP_PREV:
-		keep_running(prev, tctx, cpu);
+		/* Or, outside its gang's home, it goes there: keep nothing. */
+		if (!gang_send_home(prev, tctx, cpu, now))
+			keep_running(prev, tctx, cpu);
 		return true;
 	case GANG_DISPATCHED:
 		return true;
@@ -223,6 +225,18 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 
 	if (tctx)
 		gang_count_runnable(tctx);
+	if (gang != LINGER_GANG_NONE && tctx &&
+	    gang_swap_enqueue(p, tctx, enq_flags))
+		return;
+	/*
+	 * The last runnable task of a CPU whose dispatch() kept nothing
+	 * (SCX_OPS_ENQ_LAST, set for home swaps): it keeps the CPU, as the
+	 * kernel keeps it without the flag.
+	 */
+	if (enq_flags & SCX_ENQ_LAST) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tier_slice(tier), enq_flags);
+		return;
+	}
 	if (gang != LINGER_GANG_NONE && tctx) {
 		gang_enqueue(p, tctx, gang, enq_flags);
 		return;
@@ -658,5 +672,6 @@ SCX_OPS_DEFINE(linger_ops,
 	       .cgroup_move	= (void *)linger_cgroup_move,
 	       .init		= (void *)linger_init,
 	       .exit		= (void *)linger_exit,
+	       .flags		= SCX_OPS_ENQ_LAST,
 	       .timeout_ms	= LINGER_DEFAULT_WATCHDOG_MS,
 	       .name		= "scx_linger");

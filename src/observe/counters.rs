@@ -38,6 +38,7 @@ const NAMES: [(linger_stat, &str); NR_STATS] = [
     (linger_stat_LINGER_STAT_WAKE_DEFER, "wake_defer"),
     (linger_stat_LINGER_STAT_SMT_KICK, "smt_kick"),
     (linger_stat_LINGER_STAT_SMT_DECLINE, "smt_decline"),
+    (linger_stat_LINGER_STAT_GANG_HOME_SWAP, "gang_home_swap"),
 ];
 
 impl Counters {
