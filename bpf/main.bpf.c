@@ -494,6 +494,8 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 
 	/* Only a guest that is not on a guard grant may be kicked off. */
 	mark_guest_cpu(scx_bpf_task_cpu(p), tier == LINGER_TIER_GUEST && !granted);
+	if (tier == LINGER_TIER_GUEST && !granted)
+		guest_start_recheck(scx_bpf_task_cpu(p));
 	smt_note_cpu(scx_bpf_task_cpu(p), tier == LINGER_TIER_PRIMARY);
 	account_running(tctx, now);
 	guard_note_waiting(tctx, false, now);

@@ -20,6 +20,8 @@
  * primary: exactly what we want anyway.
  */
 #include "preempt.bpf.h"
+#include "llc.bpf.h"
+#include "ctx.bpf.h"
 #include "stats.bpf.h"
 
 /* CPUs that run, or are about to run, a preemptible guest. */
@@ -118,4 +120,29 @@ __hidden bool preempt_guest_for(const struct task_struct *p)
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	stat_inc(LINGER_STAT_PREEMPT_GUEST);
 	return true;
+}
+
+/*
+ * A guest can also start without passing dispatch(): it was moved to the
+ * CPU's local DSQ, and a primary that claimed the CPU went in ahead of it
+ * (SCX_ENQ_PREEMPT puts it at the head). Meanwhile the CPU's bit was
+ * clear, so a primary that queued then saw no guest to take, and the
+ * guest ran its whole slice when that primary left: beside guests on 2
+ * vCPUs, cyclictest (pinned to its CPU) waited 10 ms behind a guest's
+ * slice (a sched_switch trace of cyclictest -b). So a guest that starts
+ * looks at its LLC's primary queue once, after its bit is set (the same
+ * order as dispatch()'s): a head that may run here ends its slice.
+ */
+__hidden void guest_start_recheck(s32 cpu)
+{
+	u64 dsq = tier_dsq(LINGER_TIER_PRIMARY, cpu_llc_of(cpu));
+	struct task_struct *q;
+
+	if (!scx_bpf_dsq_nr_queued(dsq))
+		return;
+	q = __COMPAT_scx_bpf_dsq_peek(dsq);
+	if (q && bpf_cpumask_test_cpu(cpu, q->cpus_ptr)) {
+		stat_inc(LINGER_STAT_PREEMPT_GUEST);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
 }

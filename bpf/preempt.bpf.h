@@ -21,5 +21,7 @@ bool cpu_runs_guest(s32 cpu);
 s32 guest_cpu_for(const struct task_struct *p, s32 prev_cpu);
 /* Kick such a CPU for @p, queued on the primary DSQ; true if one was. */
 bool preempt_guest_for(const struct task_struct *p);
+/* A guest starts on @cpu: end its slice if a primary queued meanwhile. */
+void guest_start_recheck(s32 cpu);
 
 #endif /* __SCX_LINGER_PREEMPT_BPF_H */
