@@ -128,6 +128,16 @@ pub struct RunArgs {
     #[arg(long, value_name = "GROUP")]
     pub stats_group: Option<String>,
 
+    /// Load nothing: print a running scx_linger's figures every SECS
+    /// seconds, read over scx_stats (/var/run/scx/root/stats) as the scx
+    /// tools read them, until Ctrl-C.
+    #[arg(long, value_name = "SECS")]
+    pub monitor: Option<f64>,
+
+    /// Load nothing: say what each field of the scx_stats view means.
+    #[arg(long)]
+    pub help_stats: bool,
+
     /// Turn off per-class and per-job accounting in BPF (to measure what
     /// counting costs; stats then show no CPU figures).
     #[arg(long)]

@@ -28,7 +28,7 @@ use crate::bpf::program::Tunables;
 use crate::labels::config::Config;
 use crate::labels::{cgroups, tag, watch};
 use crate::node::Caps;
-use crate::observe::{metrics, server};
+use crate::observe::{metrics, scx_stats, server};
 use restart::Ending;
 use session::Event;
 
@@ -66,6 +66,18 @@ impl Exit {
 }
 
 pub fn run(args: &RunArgs) -> Result<Exit> {
+    // The scx tools' conventions: these two load nothing.
+    if args.help_stats {
+        scx_stats::describe(&mut std::io::stdout())?;
+        return Ok(Exit::Requested);
+    }
+    if let Some(secs) = args.monitor {
+        if !(secs.is_finite() && secs > 0.0) {
+            anyhow::bail!("--monitor {secs}: give the seconds between readings, above 0");
+        }
+        scx_stats::monitor(Duration::from_secs_f64(secs))?;
+        return Ok(Exit::Requested);
+    }
     preflight::check(Path::new("/"), Caps::current())?;
     // Everything that can be wrong with the input is checked before the
     // scheduler is loaded: a bad config changes nothing.
@@ -132,6 +144,12 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         metrics::serve(addr, latest.clone())?;
         info!("metrics at http://{addr}/metrics");
     }
+    // The scx tools' socket is a courtesy: without it (another scx
+    // scheduler's agent holds it, /var/run is read-only) scx_linger runs
+    // on, and says once that scx tools cannot read it.
+    let _scx_stats = scx_stats::serve(latest.clone())
+        .map_err(|e| warn!("scx_stats socket: {e:#}: scx tools cannot read this agent"))
+        .ok();
     if let Some(p) = &cfg.path {
         info!("config {} ({} rules)", p.display(), cfg.rules.len());
     }

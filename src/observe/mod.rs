@@ -7,8 +7,8 @@
 //! - counters.rs: the per-CPU event counters;
 //! - sampler.rs and gang_figures.rs: BPF maps to a Snapshot;
 //! - server.rs (the stats socket and its client), metrics.rs
-//!   (Prometheus), top/ (the full-screen view), log.rs (the agent's log,
-//!   kept for the views).
+//!   (Prometheus), scx_stats.rs (the scx tools' protocol), top/ (the
+//!   full-screen view), log.rs (the agent's log, kept for the views).
 //!
 //! Owns how a figure is counted and shown; decides nothing about
 //! scheduling. Imports labels/, gangs/, bpf/ and node.rs; never
@@ -20,5 +20,6 @@ pub mod log;
 pub mod metrics;
 pub mod sampler;
 pub mod schema;
+pub mod scx_stats;
 pub mod server;
 pub mod top;

@@ -408,3 +408,66 @@ fn prometheus_scrapes_the_metrics_endpoint() {
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
 }
+
+/// The scx tools' protocol: an scx_stats client (the crate the scx tools
+/// use) reads the agent's view on scx_stats' default socket, with the
+/// metadata that `--help-stats` prints; `run --monitor` prints readings
+/// of the running agent without loading anything.
+#[test]
+fn scx_stats_clients_read_the_agent() {
+    require_guest();
+    let guest = TestCgroup::new("t-scxstats/guest");
+    let agent = Agent::start(&[]);
+    tag(&guest.rel, "guest");
+    std::thread::sleep(Duration::from_millis(500));
+    let _hogs = guest.spin(1);
+    std::thread::sleep(Duration::from_secs(3));
+
+    let mut client = scx_stats::StatsClient::new()
+        .connect(None)
+        .expect("connecting to /var/run/scx/root/stats");
+    let meta: serde_json::Value = client.request("stats_meta", vec![]).expect("stats_meta");
+    assert!(meta.get("LingerStats").is_some(), "{meta}");
+    let v: serde_json::Value = client.request("stats", vec![]).expect("stats");
+    assert_eq!(v["state"], "enabled", "{v}");
+    let path = format!("/{}", guest.rel);
+    let j = &v["jobs"][&path];
+    assert_eq!(j["class"], "guest", "{v}");
+    // Its figures are the reading's (checked against the kernel above);
+    // a "_now" rate over a just-taken interval may read 0.
+    assert!(j["cpu_seconds"].as_f64().unwrap() > 1.0, "{j}");
+    assert_eq!(j["slurm_job_id"], 0, "{j}");
+
+    let help = agent_output(Command::new(AGENT).args(["run", "--help-stats"]));
+    let help = String::from_utf8_lossy(&help.stdout);
+    assert!(help.contains("slurm_job_id"), "{help}");
+
+    // --monitor loads nothing and reads the running agent until SIGINT.
+    let mut monitor = Command::new(AGENT)
+        .args(["run", "--monitor", "0.5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(monitor.id() as i32, libc::SIGINT) };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while monitor.try_wait().unwrap().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = monitor.kill();
+    let out = monitor.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines()
+            .filter(|l| l.starts_with("[scx_linger] enabled"))
+            .count()
+            >= 2,
+        "--monitor printed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains(&path), "{text}");
+    assert_eq!(state(), "enabled", "--monitor must not touch the scheduler");
+    drop(agent);
+}
