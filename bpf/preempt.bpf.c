@@ -21,7 +21,6 @@
  */
 #include "preempt.bpf.h"
 #include "llc.bpf.h"
-#include "ctx.bpf.h"
 #include "stats.bpf.h"
 
 /* CPUs that run, or are about to run, a preemptible guest. */
