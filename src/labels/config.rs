@@ -386,7 +386,7 @@ mod tests {
             partition: p.map(Into::into),
             qos: q.map(Into::into),
             account: a.map(Into::into),
-            request: None,
+            ..Default::default()
         };
         let rule = |j: &JobRecord| cfg.slurm_rule_for(j).map(|r| (r.class, r.slot_ms));
         assert_eq!(

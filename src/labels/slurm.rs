@@ -4,7 +4,11 @@
 //!
 //! Slurm's cgroup/v2 plugin puts job <id> in `.../slurmstepd.scope/job_<id>`
 //! (`<NodeName>_slurmstepd.scope` in builds with multiple-slurmd support,
-//! as Debian's), its steps below it. The Prolog runs before that cgroup
+//! as Debian's), its steps below it. From 26.05 the directory is named by
+//! the job's SLUID instead (`.../slurmstepd.scope/sEKNKTV3WPV500`) unless
+//! cgroup.conf sets `CgroupJobIdPaths=yes`; a SLUID does not contain the
+//! job id, so the Prolog, which 26.05 gives SLURM_JOB_SLUID, leaves
+//! `<SLUID>.sluid` beside the record, holding the id. The Prolog runs before that cgroup
 //! exists, so it cannot label it. Instead `scx_linger slurm prolog` records
 //! the job's attributes in RECORD_DIR/<id>.toml: its partition, QOS and
 //! account (for the site's `[[slurm_rule]]`s, config.rs) and what the user
@@ -50,6 +54,10 @@ pub struct JobRecord {
     /// demotion, as a user's own label does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
+    /// Slurm 26.05's SLUID for the job (SLURM_JOB_SLUID), which names its
+    /// cgroup unless `CgroupJobIdPaths=yes`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sluid: Option<String>,
 }
 
 impl JobRecord {
@@ -63,19 +71,62 @@ impl JobRecord {
     }
 }
 
-/// The Slurm job id of a job's own cgroup (`…slurmstepd.scope/job_<id>`);
-/// None for its steps and for every other cgroup.
-pub fn job_id(rel: &str) -> Option<u64> {
+/// How a job's own cgroup is named below slurmstepd's scope.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobDir<'a> {
+    /// `job_<id>`: Slurm before 26.05, or `CgroupJobIdPaths=yes`.
+    Id(u64),
+    /// The job's SLUID: Slurm 26.05's default.
+    Sluid(&'a str),
+}
+
+/// A SLUID as Slurm prints it: `s` and 13 upper-case base-32 characters.
+fn is_sluid(name: &str) -> bool {
+    name.len() == 14
+        && name.starts_with('s')
+        && name[1..]
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
+}
+
+/// The name of a job's own cgroup; None for its steps and for every other
+/// cgroup.
+pub fn job_dir(rel: &str) -> Option<JobDir<'_>> {
     let (parent, name) = rel.rsplit_once('/')?;
     let scope = parent.rsplit('/').next()?;
     if scope != "slurmstepd.scope" && !scope.ends_with("_slurmstepd.scope") {
         return None;
     }
+    if is_sluid(name) {
+        return Some(JobDir::Sluid(name));
+    }
     let id = name.strip_prefix("job_")?;
     if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    id.parse().ok()
+    id.parse().ok().map(JobDir::Id)
+}
+
+/// The Slurm job id of a job's own cgroup, either naming: a SLUID through
+/// the alias its Prolog left in `dir` (None without one).
+pub fn job_id_in(dir: &Path, rel: &str) -> Option<u64> {
+    match job_dir(rel)? {
+        JobDir::Id(id) => Some(id),
+        JobDir::Sluid(sluid) => std::fs::read_to_string(sluid_path(dir, sluid))
+            .ok()?
+            .trim()
+            .parse()
+            .ok(),
+    }
+}
+
+/// job_id_in() with the records where the Prolog leaves them.
+pub fn job_id(rel: &str) -> Option<u64> {
+    job_id_in(Path::new(RECORD_DIR), rel)
+}
+
+fn sluid_path(dir: &Path, sluid: &str) -> PathBuf {
+    dir.join(format!("{sluid}.sluid"))
 }
 
 fn record_path(dir: &Path, job_id: u64) -> PathBuf {
@@ -155,24 +206,42 @@ pub fn record_from_env(var: impl Fn(&str) -> Option<String>) -> Result<JobRecord
         qos: nonempty("SLURM_JOB_QOS"),
         account: nonempty("SLURM_JOB_ACCOUNT"),
         request: nonempty("SPANK_LINGER"),
+        // Anything else is not a name Slurm gives a cgroup: no alias.
+        sluid: nonempty("SLURM_JOB_SLUID").filter(|s| is_sluid(s)),
     })
 }
 
-/// Write a record whole (a reader never sees half of one).
-pub fn write_record(dir: &Path, rec: &JobRecord) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let path = record_path(dir, rec.job_id);
-    let tmp = dir.join(format!(".{}.tmp", rec.job_id));
-    let text = toml::to_string(rec).context("encoding the job record")?;
+/// Write `text` to `path` whole (a reader never sees half of it).
+fn write_whole(dir: &Path, path: &Path, text: &str) -> Result<()> {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = dir.join(format!(".{name}.tmp"));
     let mut f =
         std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
     f.write_all(text.as_bytes())?;
-    std::fs::rename(&tmp, &path).with_context(|| format!("writing {}", path.display()))
+    std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
 
-/// Remove a job's record and mark; what is already gone is no error.
+/// Write a record, and its SLUID alias first: the agent, woken by the
+/// job's cgroup, finds the id before it looks for the record.
+pub fn write_record(dir: &Path, rec: &JobRecord) -> Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    if let Some(sluid) = &rec.sluid {
+        write_whole(dir, &sluid_path(dir, sluid), &rec.job_id.to_string())?;
+    }
+    let text = toml::to_string(rec).context("encoding the job record")?;
+    write_whole(dir, &record_path(dir, rec.job_id), &text)
+}
+
+/// Remove a job's record, mark and SLUID alias; what is already gone is
+/// no error.
 pub fn remove_record(dir: &Path, job_id: u64) -> Result<()> {
-    for path in [applied_path(dir, job_id), record_path(dir, job_id)] {
+    let alias = read_record(dir, job_id)
+        .and_then(|r| r.sluid)
+        .map(|s| sluid_path(dir, &s));
+    for path in [applied_path(dir, job_id), record_path(dir, job_id)]
+        .into_iter()
+        .chain(alias)
+    {
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(e).with_context(|| format!("removing {}", path.display()))
@@ -246,6 +315,46 @@ mod tests {
         assert_eq!(job_id("system.slice/slurmstepd.scope/job_4x"), None);
         assert_eq!(job_id("job_1"), None);
         assert_eq!(job_id(""), None);
+    }
+
+    #[test]
+    fn slurm_26_05_job_cgroups_named_by_sluid_are_found_through_the_prologs_alias() {
+        let scope = "system.slice/slurmstepd.scope";
+        let job = format!("{scope}/sEKNKTV3WPV500");
+        assert_eq!(job_dir(&job), Some(JobDir::Sluid("sEKNKTV3WPV500")));
+        assert_eq!(job_dir(&format!("{job}/step_0")), None);
+        assert_eq!(job_dir(&format!("{scope}/system")), None);
+        assert_eq!(job_dir(&format!("{scope}/sEKNKTV3WPV50")), None);
+        assert_eq!(job_dir(&format!("{scope}/seknktv3wpv500")), None);
+        assert_eq!(job_dir("user.slice/sEKNKTV3WPV500"), None);
+
+        let env: HashMap<&str, &str> = [
+            ("SLURM_JOB_ID", "42"),
+            ("SLURM_JOB_SLUID", "sEKNKTV3WPV500"),
+        ]
+        .into();
+        let rec = record_from_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        assert_eq!(rec.sluid.as_deref(), Some("sEKNKTV3WPV500"));
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // Before the Prolog ran, a SLUID says nothing.
+        assert_eq!(job_id_in(d, &job), None);
+        write_record(d, &rec).unwrap();
+        assert_eq!(job_id_in(d, &job), Some(42));
+        assert_eq!(job_id_in(d, &format!("{scope}/job_42")), Some(42));
+        assert_eq!(read_record(d, 42), Some(rec));
+        remove_record(d, 42).unwrap();
+        assert_eq!(job_id_in(d, &job), None);
+        assert_eq!(std::fs::read_dir(d).unwrap().count(), 0);
+
+        // A value that is no SLUID makes no alias (nor a path outside).
+        let bad = record_from_env(|k| match k {
+            "SLURM_JOB_ID" => Some("7".into()),
+            "SLURM_JOB_SLUID" => Some("../../etc/x".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(bad.sluid, None);
     }
 
     #[test]
