@@ -188,7 +188,8 @@ static void recheck_queued(s32 cpu, const struct wakeup_cpu *wc, bool jumped)
 		return;
 	q = __COMPAT_scx_bpf_dsq_peek(dsq);
 	qctx = q ? lookup_task_ctx(q) : NULL;
-	if (!qctx || !short_sleeper(qctx) ||
+	/* A sync wakee, as in the rule: its waker is about to sleep. */
+	if (!qctx || !short_sleeper(qctx) || qctx->wk.sync_wake ||
 	    !bpf_cpumask_test_cpu(cpu, q->cpus_ptr))
 		return;
 	if (time_after(q->scx.dsq_vtime, wc->vtime)) {
@@ -215,6 +216,8 @@ __hidden void wakeup_note_running(struct task_struct *p, struct task_ctx *tctx)
 		tctx->wk.jumped = false;
 		jumped = true;
 	}
+	if (tctx && tctx->wk.sync_wake)
+		tctx->wk.sync_wake = false;
 	/*
 	 * Decided here, not by the caller: a branch in running() itself
 	 * doubles what the verifier walks through there.
@@ -289,8 +292,8 @@ __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)
 
 	if (!wake_preempt || !tctx)
 		return false;
+	/* Cleared as it starts running (wakeup_note_running()). */
 	sync = tctx->wk.sync_wake;
-	tctx->wk.sync_wake = false;
 	if (sync || !short_sleeper(tctx))
 		return false;
 	cpu = scx_bpf_task_cpu(p);
