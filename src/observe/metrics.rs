@@ -349,12 +349,7 @@ mod tests {
             cpu_seconds: 1.0,
             ..Default::default()
         });
-        s.jobs.push(JobStats {
-            path: "/system.slice/slurmstepd.scope/job_42".into(),
-            class: "guest".into(),
-            slurm_job_id: Some(42),
-            ..Default::default()
-        });
+        s.jobs.push(JobStats::slurm_guest_42());
         s.gangs.push(GangStats {
             path: "/mpi".into(),
             class: "gang".into(),

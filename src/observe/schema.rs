@@ -106,6 +106,19 @@ pub struct JobStats {
     pub run_delay_p99_us: Option<f64>,
 }
 
+#[cfg(test)]
+impl JobStats {
+    /// A guest job that is Slurm job 42, for the views' unit tests.
+    pub fn slurm_guest_42() -> Self {
+        JobStats {
+            path: "/system.slice/slurmstepd.scope/job_42".into(),
+            class: "guest".into(),
+            slurm_job_id: Some(42),
+            ..Default::default()
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct GangStats {
     pub path: String,

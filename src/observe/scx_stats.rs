@@ -250,12 +250,7 @@ mod tests {
             run_delay_p99_us_now: Some(12.0),
             ..Default::default()
         });
-        s.jobs.push(JobStats {
-            path: "/system.slice/slurmstepd.scope/job_42".into(),
-            class: "guest".into(),
-            slurm_job_id: Some(42),
-            ..Default::default()
-        });
+        s.jobs.push(JobStats::slurm_guest_42());
         let v = view(&s);
         assert_eq!(v.classes["guest"].run_delay_p99_us_now, 12.0);
         assert_eq!(v.classes["guest"].run_delay_p50_us_now, UNKNOWN);

@@ -20,6 +20,15 @@ pub(crate) fn start_job(cg: &TestCgroup, args: &[&str]) -> Child {
     )
 }
 
+/// A barrier job of `threads` threads inside `cg` that spins until killed.
+pub(crate) fn start_spinning(cg: &TestCgroup, threads: usize) -> Child {
+    let n = threads.to_string();
+    start_job(
+        cg,
+        &["--threads", &n, "--rounds", "1000000000", "--iters", ITERS],
+    )
+}
+
 /// Run the barrier job without a cgroup (EEVDF baselines).
 fn start_plain(args: &[&str]) -> Child {
     Command::new(bench_bin("barrier"))

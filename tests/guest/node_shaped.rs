@@ -255,18 +255,7 @@ fn bound_gang(
     fs::write(cg.path.join("cpuset.cpus"), cpus)
         .unwrap_or_else(|e| panic!("binding {} to CPUs {cpus}: {e}", cg.rel));
     tag(&cg.rel, "gang");
-    let n = threads.to_string();
-    let job = gang::start_job(
-        &cg,
-        &[
-            "--threads",
-            &n,
-            "--rounds",
-            "1000000000",
-            "--iters",
-            gang::ITERS,
-        ],
-    );
+    let job = gang::start_spinning(&cg, threads);
     let tids = gang::job_threads(&job, threads);
     (cg, job, tids)
 }
@@ -417,20 +406,11 @@ fn gangs_that_fit_in_an_llc_each_run_in_one() {
     let llc_of = |cpu: u32| llcs.iter().position(|l| l.contains(&cpu));
     let parent = TestCgroup::new("t-home");
     let agent = Agent::start(&[]);
-    let n = per_llc.to_string();
-    let args = [
-        "--threads",
-        &n,
-        "--rounds",
-        "1000000000",
-        "--iters",
-        gang::ITERS,
-    ];
     let mut jobs = Vec::new();
     for name in ["a", "b"] {
         let cg = TestCgroup::new(&format!("{}/{name}", parent.rel));
         tag(&cg.rel, "gang");
-        let job = gang::start_job(&cg, &args);
+        let job = gang::start_spinning(&cg, per_llc);
         let tids = gang::job_threads(&job, per_llc);
         jobs.push((cg, job, tids));
     }
