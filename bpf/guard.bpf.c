@@ -129,8 +129,14 @@ __hidden void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now)
 /* When a CPU last looked for overdue tasks, per tier. */
 static u64 age_looked_at[LINGER_NR_TIERS];
 
-/* Move up to @budget overdue tasks of @dsq that may run on @cpu to it. */
-static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget)
+/*
+ * Move up to @budget overdue tasks of @dsq that may run on @cpu to it. A
+ * rescued guest runs as on a grant (@grant): not preemptible by the
+ * primaries it was rescued from, or the primary queue it starts beside
+ * would end its slice at once (preempt.bpf.c), and to the back of its
+ * queue afterwards.
+ */
+static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget, bool grant)
 {
 	struct task_struct *p;
 	u32 moved = 0;
@@ -150,6 +156,8 @@ static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget)
 		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, guard_slice_ns);
 		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 			continue;
+		if (grant)
+			tctx->guard.granted = true;
 		stat_inc(LINGER_STAT_AGE_RESCUE);
 		if (++moved >= budget)
 			break;
@@ -168,7 +176,8 @@ static bool rescue_any(u32 tier, s32 cpu, u64 now)
 	u32 llc;
 
 	bpf_for(llc, 0, nr_llcs) {
-		if (rescue_from(tier_dsq(tier, llc), cpu, now, AGE_RESCUE_MAX))
+		if (rescue_from(tier_dsq(tier, llc), cpu, now, AGE_RESCUE_MAX,
+				tier == LINGER_TIER_GUEST))
 			return true;
 	}
 	return false;
