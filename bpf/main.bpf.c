@@ -213,7 +213,8 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
  * or it was preempted (SCX_ENQ_PREEMPT), re-enqueued from a CPU a higher
  * class took (SCX_ENQ_REENQ), or never passed select_cpu() at all. It
  * must end up in some DSQ; runnable() has already been called for it if
- * it woke.
+ * it woke. Exiting tasks come here too (SCX_OPS_ENQ_EXITING), as any
+ * other: see SCX_OPS_DEFINE below for why.
  */
 void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 {
@@ -674,6 +675,20 @@ SCX_OPS_DEFINE(linger_ops,
 	       .cgroup_move	= (void *)linger_cgroup_move,
 	       .init		= (void *)linger_init,
 	       .exit		= (void *)linger_exit,
-	       .flags		= SCX_OPS_ENQ_LAST,
+	       /*
+	        * ENQ_EXITING: without it the kernel puts a task that runs
+	        * after PF_EXITING straight on its CPU's local DSQ, FIFO, and
+	        * never calls dispatch() while that DSQ has tasks. When 2,000
+	        * threads exit at once they queue on the mm's rwsem and wake
+	        * one another through that path: on 2 CPUs the local DSQs
+	        * never emptied, and every queued task, the RCU grace-period
+	        * kthread among them, waited until the kernel's RCU stall
+	        * check ended the scheduler 21 s later (4 million exiting
+	        * enqueues skipped us meanwhile). The kernel's default exists
+	        * for schedulers that find tasks by pid, which this one never
+	        * does: its state is task storage, kept until the task is
+	        * freed.
+	        */
+	       .flags		= SCX_OPS_ENQ_LAST | SCX_OPS_ENQ_EXITING,
 	       .timeout_ms	= LINGER_DEFAULT_WATCHDOG_MS,
 	       .name		= "scx_linger");

@@ -95,6 +95,8 @@ pub struct Tunables {
     pub accounting: bool,
     /// Testing only: make the BPF side fail this long after it starts.
     pub debug_fail_after: Option<Duration>,
+    /// ops.exit_dump_len: 0 keeps the kernel's default.
+    pub exit_dump_len: u32,
     pub libbpf_verbose: bool,
 }
 
@@ -125,6 +127,9 @@ impl<'obj> Scheduler<'obj> {
             open.struct_ops.linger_ops_mut().flags |=
                 scx_utils::compat::read_enum("scx_ops_flags", "SCX_OPS_SWITCH_PARTIAL")
                     .context("this kernel's sched_ext has no SCX_OPS_SWITCH_PARTIAL")?;
+        }
+        if t.exit_dump_len > 0 {
+            open.struct_ops.linger_ops_mut().exit_dump_len = t.exit_dump_len;
         }
         let watchdog_ms = open.struct_ops.linger_ops_mut().timeout_ms;
         let rodata = open

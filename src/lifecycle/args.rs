@@ -149,6 +149,14 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 5)]
     pub max_restarts: u32,
 
+    /// Bytes of the kernel's debug dump (every CPU's queue and tasks) kept
+    /// when the scheduler fails, printed to the log (0: the kernel's
+    /// default, 32 KiB, which a node with thousands of runnable tasks
+    /// outgrows).
+    #[arg(long, default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=64 << 20))]
+    pub exit_dump_len: u32,
+
     /// Testing only: make the BPF side fail this long after each start.
     #[arg(long, hide = true)]
     pub debug_fail_after_ms: Option<u64>,

@@ -127,6 +127,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         llc_queues: args.queues == args::Queues::Llc,
         accounting: !args.no_accounting,
         debug_fail_after: args.debug_fail_after_ms.map(Duration::from_millis),
+        exit_dump_len: args.exit_dump_len,
         libbpf_verbose: args.verbose,
     };
     // The stats socket and the metrics endpoint come up before the
