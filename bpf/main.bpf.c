@@ -224,6 +224,8 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	u32 llc;
 	s32 cpu;
 
+	/* Whatever it queues for now, it starts from its own vtime. */
+	wakeup_queue_key_undo(p, tctx);
 	if (tctx)
 		gang_count_runnable(tctx);
 	if (gang != LINGER_GANG_NONE && tctx &&
@@ -290,6 +292,7 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		stat_inc(LINGER_STAT_ENQ_PRIMARY);
 		if (tctx)
 			tctx->relief.queued_at = scx_bpf_now();
+		wakeup_queue_key(p, tctx, enq_flags);
 		scx_bpf_dsq_insert_vtime(p, tier_dsq(LINGER_TIER_PRIMARY, llc),
 					 primary_slice_ns, p->scx.dsq_vtime, enq_flags);
 	} else {
@@ -501,6 +504,8 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	account_running(tctx, now);
 	guard_note_waiting(tctx, false, now);
 	gang_note_running(scx_bpf_task_cpu(p), tctx, now);
+	/* Its own vtime again, before anything reads it (wakeup.bpf.c). */
+	wakeup_queue_key_undo(p, tctx);
 	/* Before the wake-up rule notes its vtime: it may be rebased here. */
 	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE,
 		      scx_bpf_task_cpu(p));

@@ -15,6 +15,7 @@ struct task_ctx;
 struct wakeup_task {
 	u64	burst;		/* ns run since it last woke */
 	u64	avg_burst;	/* running average of burst per wake-up */
+	u64	ahead;		/* vtime its queue key is ahead of its own */
 	bool	sync_wake;	/* its waker said it will sleep (SCX_WAKE_SYNC) */
 	bool	jumped;		/* sent to a guest's CPU past the queue */
 };
@@ -38,6 +39,14 @@ void wakeup_note_stopping(struct task_ctx *tctx, u64 ran);
  * then, and the caller queues @p as usual.
  */
 bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx);
+/*
+ * enqueue(), just before @p goes into its LLC's primary DSQ: a short
+ * sleeper's queue key is set ahead of its vtime. wakeup_queue_key_undo()
+ * gives it its own vtime back: at running(), and at every enqueue() first.
+ */
+void wakeup_queue_key(struct task_struct *p, struct task_ctx *tctx,
+		      u64 enq_flags);
+void wakeup_queue_key_undo(struct task_struct *p, struct task_ctx *tctx);
 /* init(): set up each CPU's wake-up timer. */
 s32 wakeup_timers_init(void);
 
