@@ -8,7 +8,8 @@
  * tier heavier tasks get proportionally more CPU. A CPU that needs work
  * takes the smallest-vtime task of the highest tier that has one; a
  * primary whose slice ended keeps its CPU unless a primary with a smaller
- * vtime waits.
+ * vtime waits. (A short sleeper waits with its key a slice ahead of its
+ * vtime, and has its own back as it starts: wakeup.bpf.c.)
  *
  * Per-tier clocks, one per LLC (each LLC has its own queues: llc.bpf.c):
  * the vtime of the task of that tier that most recently started running
