@@ -315,14 +315,20 @@ __hidden s32 wakeup_timers_init(void)
  * charged, and weights hold. It goes ahead only of primaries within a
  * slice of it; one that ran further ahead waits its turn as before.
  */
+static u64 queue_key_ahead(struct task_ctx *tctx)
+{
+	if (!wake_preempt || tctx->wk.sync_wake || !short_sleeper(tctx))
+		return 0;
+	return primary_slice_ns;
+}
+
 __hidden void wakeup_queue_key(struct task_struct *p, struct task_ctx *tctx,
 			       u64 enq_flags)
 {
-	if (!wake_preempt || !tctx || !(enq_flags & SCX_ENQ_WAKEUP) ||
-	    tctx->wk.sync_wake || !short_sleeper(tctx))
+	if (!tctx || !(enq_flags & SCX_ENQ_WAKEUP))
 		return;
-	tctx->wk.ahead = primary_slice_ns;
-	p->scx.dsq_vtime -= primary_slice_ns;
+	tctx->wk.ahead = queue_key_ahead(tctx);
+	p->scx.dsq_vtime -= tctx->wk.ahead;
 }
 
 __hidden void wakeup_queue_key_undo(struct task_struct *p, struct task_ctx *tctx)
@@ -335,7 +341,7 @@ __hidden void wakeup_queue_key_undo(struct task_struct *p, struct task_ctx *tctx
 
 __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)
 {
-	u64 started, ran, now, running_vtime, short_for = 0;
+	u64 started, ran, now, running_vtime, key, short_for = 0;
 	struct wakeup_cpu *wc;
 	u32 zero = 0;
 	bool sync;
@@ -363,8 +369,15 @@ __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)
 	/* Until its run so far is long, the running task may go on. */
 	if (!wc->long_avg && wc->burst + ran <= WAKE_SHORT_BURST_NS)
 		short_for = WAKE_SHORT_BURST_NS - wc->burst - ran + 1;
-	if (!time_before(p->scx.dsq_vtime, running_vtime)) {
-		kick_when_owed(cpu, started, p->scx.dsq_vtime - running_vtime,
+	/*
+	 * Compared as dispatch() would compare them: by the key the waker
+	 * would queue with (wakeup_queue_key()). A short sleeper 15 ms of
+	 * vtime ahead of a duty primary that woke with a slice's credit
+	 * otherwise waited 15 ms, queued with a key that came first.
+	 */
+	key = p->scx.dsq_vtime - queue_key_ahead(tctx);
+	if (!time_before(key, running_vtime)) {
+		kick_when_owed(cpu, started, key - running_vtime,
 			       wc->weight, short_for);
 		return false;
 	}
