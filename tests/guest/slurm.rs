@@ -397,11 +397,15 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job() {
     // And in the metrics, on the job's info series.
     let metrics = http_get(METRICS_PORT, "/metrics").expect("scraping /metrics");
     let info = format!("class=\"guest\",slurm_job_id=\"{guest}\"}} 1");
+    let infos: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("scx_linger_job_info{"))
+        .collect();
     assert!(
-        metrics
-            .lines()
-            .any(|l| l.starts_with("scx_linger_job_info{") && l.ends_with(&info)),
-        "no scx_linger_job_info for job {guest}"
+        infos.iter().any(|l| l.ends_with(&info)),
+        "no scx_linger_job_info for job {guest} (job state now {:?}, its cgroup {:?}); the series: {infos:#?}",
+        c.job_state(guest),
+        job_cgroup(guest)
     );
     // Generous bounds for a loaded 2-core host; under EEVDF the two jobs
     // would split the CPUs about evenly.
