@@ -34,28 +34,43 @@ __hidden u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc)
 }
 
 /*
- * May a waking member of a gang of @tier take @cpu? Never from a member of
- * an active gang of the same or a higher tier, nor while a higher sched
- * class holds it. @evict_primary: ordinary primaries may be pushed off
- * (a primary gang in its own slot).
+ * Does a member of a gang admitted beside @tier's lead (a filler) run as
+ * gang @rg, where a member of a lead gang (@lead) wants the CPU? Admission
+ * counts CPUs, not which CPU each member may use: a filler can hold the
+ * one CPU a lead's member is bound to, and the slot is the lead's.
  */
-static bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary)
+static bool filler_yields(u32 tier, u32 rtier, u32 rg, bool lead)
+{
+	return lead && tier == rtier && !(tier_active(rtier) & gang_bit(rg));
+}
+
+/*
+ * May a waking member of a gang of @tier take @cpu? Not from a member of
+ * an admitted gang of the same or a higher tier, unless that one is a
+ * filler and the waker's gang leads the slot (@lead); never while a higher
+ * sched class holds it. @evict_primary: ordinary primaries may be pushed
+ * off (a primary gang in its own slot).
+ */
+static bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
-	u32 running;
+	u32 running, rg;
 
 	if (!cg || cg->released || reservation_held(cg, scx_bpf_now()))
 		return false;
 	running = cg->running;
 	if (running != LINGER_GANG_NONE) {
+		rg = gang_of_ref(running);
 		/*
 		 * A guest gang's member yields to a primary gang's, and a gang
 		 * left out of a crowded slot yields to the admitted ones.
 		 */
-		if (gang_may_run(LINGER_TIER_PRIMARY, gang_of_ref(running)))
-			return false;
-		return tier == LINGER_TIER_PRIMARY ||
-		       !gang_may_run(LINGER_TIER_GUEST, gang_of_ref(running));
+		if (gang_may_run(LINGER_TIER_PRIMARY, rg))
+			return filler_yields(tier, LINGER_TIER_PRIMARY, rg, lead);
+		if (tier == LINGER_TIER_PRIMARY ||
+		    !gang_may_run(LINGER_TIER_GUEST, rg))
+			return true;
+		return filler_yields(tier, LINGER_TIER_GUEST, rg, lead);
 	}
 	return cpu_runs_guest(cpu) || evict_primary;
 }
@@ -93,12 +108,13 @@ static bool in_home(s32 cpu, u32 home)
 static void gang_make_room(struct task_struct *p, u32 g, u32 tier)
 {
 	bool evict_primary = tier == LINGER_TIER_PRIMARY && !gang_open;
+	bool lead = tier_active(tier) & gang_bit(g);
 	s32 cpu = scx_bpf_task_cpu(p), pass;
 	u32 nr_cpus = scx_bpf_nr_cpu_ids(), home = gang_home_of(g);
 
 	/* Its last CPU: warm cache, and usually a back-filler holds it. */
 	if (in_home(cpu, home) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
-	    cpu_free_for(cpu, tier, evict_primary) &&
+	    cpu_free_for(cpu, tier, evict_primary, lead) &&
 	    gang_claim(cpu, g, SCX_KICK_PREEMPT))
 		return;
 
@@ -121,7 +137,7 @@ static void gang_make_room(struct task_struct *p, u32 g, u32 tier)
 			if ((near && !in_home(cpu, home)) ||
 			    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
 			    (pass < 2 && !cpu_runs_guest(cpu)) ||
-			    !cpu_free_for(cpu, tier, evict))
+			    !cpu_free_for(cpu, tier, evict, lead))
 				continue;
 			if (gang_claim(cpu, g, SCX_KICK_PREEMPT))
 				return;
@@ -248,18 +264,37 @@ __hidden bool gang_swap_enqueue(struct task_struct *p,
 }
 
 /*
+ * A waiting member of one of the @lead gangs that may run here moves to
+ * this CPU: the filler it ran yields (filler_yields()). True if one did.
+ */
+static bool lead_takes_cpu(u64 lead)
+{
+	u32 g;
+
+	bpf_for(g, 0, LINGER_MAX_GANGS) {
+		if ((lead & gang_bit(g)) &&
+		    scx_bpf_dsq_move_to_local(GANG_DSQ(g), 0)) {
+			stat_inc(LINGER_STAT_GANG_DISPATCH);
+			return true;
+		}
+	}
+	return false;
+}
+
+/*
  * dispatch() for the active gangs of @tier. A member already on this CPU
  * keeps it unless a fellow member waits (only when the gang has more
- * runnable members than CPUs: then they take turns), which the caller
- * does (unless it goes home: gang_send_home()); otherwise the CPU takes
- * a waiting member of an active gang, of the gangs at home in its LLC
- * first.
+ * runnable members than CPUs: then they take turns), or it is a filler
+ * and a lead's member waits that may run here; keeping it is the
+ * caller's (unless it goes home: gang_send_home()). Otherwise the CPU
+ * takes a waiting member of an active gang, of the gangs at home in its
+ * LLC first.
  */
 __hidden enum gang_dispatch gang_dispatch(u32 tier, s32 cpu,
 					  struct task_struct *prev,
 					  struct task_ctx *ptctx, u64 now)
 {
-	u64 mask = gang_admitted(tier);
+	u64 mask = gang_admitted(tier), lead;
 	u32 gang, g, pass, llc = cpu_llc_of(cpu);
 
 	/* Every dispatch asks, gangs or none: the cached mask first. */
@@ -269,7 +304,12 @@ __hidden enum gang_dispatch gang_dispatch(u32 tier, s32 cpu,
 	if (prev && gang != LINGER_GANG_NONE && ptctx->cls.tier == tier &&
 	    (mask & gang_bit(gang_of_ref(gang))) &&
 	    !scx_bpf_dsq_nr_queued(GANG_DSQ(gang_of_ref(gang)))) {
-		gang_note_start(ptctx, gang_of_ref(gang), now);
+		g = gang_of_ref(gang);
+		lead = tier_active(tier) & mask & ~gang_bit(g);
+		if (lead && !(tier_active(tier) & gang_bit(g)) &&
+		    lead_takes_cpu(lead))
+			return GANG_DISPATCHED;
+		gang_note_start(ptctx, g, now);
 		return GANG_KEEP_PREV;
 	}
 	/* The gangs at home in this CPU's LLC first, then any. */

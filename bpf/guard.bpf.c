@@ -39,6 +39,15 @@
  * where the CPU would run a guest anyway: rescued ahead of the primaries'
  * queue, they made waiting primaries kick them off (measured: primaries'
  * run delay beside guests 2-3x).
+ *
+ * Gang members wait in their gang's DSQ, not in a tier queue, and the age
+ * guard looks there too, after the tier queues. A gang's slot is no bound
+ * on its members' waits: admission counts CPUs, not which CPU each member
+ * may use, so a member that may run on one CPU only (ranks bound to cores
+ * by the batch system or the MPI launcher) can find that CPU held by a
+ * gang admitted beside its own, slot after slot. Every task the
+ * scheduler queues therefore runs within a quarter of the watchdog's
+ * timeout plus one look (AGE_LOOK_NS), whatever the gangs.
  */
 #include "ctx.bpf.h"
 #include "llc.bpf.h"
@@ -166,6 +175,28 @@ static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget, bool grant)
 }
 
 /*
+ * The same for the members of @tier's gangs, from the first gang's DSQ
+ * that has any. A rescued member runs its guard slice outside its slot
+ * and queues in its gang's DSQ again when it ends. Global, verified once
+ * on its own: inlined, its loop would be walked again inside dispatch().
+ */
+__noinline bool rescue_gangs(u32 tier, s32 cpu, u64 now)
+{
+	u64 mask = tier_scheduled(tier);
+	u32 g;
+
+	if (!mask)
+		return false;
+	bpf_for(g, 0, LINGER_MAX_GANGS) {
+		if ((mask & gang_bit(g)) &&
+		    rescue_from(GANG_DSQ(g), cpu, now, AGE_RESCUE_MAX,
+				tier == LINGER_TIER_GUEST))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Up to AGE_RESCUE_MAX overdue tasks of @tier, from the first LLC's queue
  * that has any (the next look, AGE_LOOK_NS later, reaches the others).
  * Not a budget shared across LLCs: a count carried through the loop
@@ -180,7 +211,7 @@ static bool rescue_any(u32 tier, s32 cpu, u64 now)
 				tier == LINGER_TIER_GUEST))
 			return true;
 	}
-	return false;
+	return rescue_gangs(tier, cpu, now);
 }
 
 __hidden bool guard_rescue_overdue(u32 tier, s32 cpu, u64 now)

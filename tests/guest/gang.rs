@@ -532,3 +532,62 @@ fn ordinary_work_gets_relief_while_gangs_fill_every_cpu() {
         "relief broke up the gangs: members together {on_together:?}"
     );
 }
+
+/// Bind every thread of `pid` to CPU `cpu`, as batch systems and MPI
+/// launchers bind ranks to cores.
+fn bind_to_cpu(pid: i32, cpu: u32) {
+    let ok = Command::new("taskset")
+        .args(["-a", "-p", "-c", &cpu.to_string(), &pid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "taskset could not bind {pid} to CPU {cpu}");
+}
+
+#[test]
+fn gangs_bound_to_the_same_cpu_each_get_their_own_slot() {
+    let agent = start_on_two_cpus();
+    let (a, b) = (TestCgroup::new("gang-bound-a"), TestCgroup::new("gang-bound-b"));
+    tag(&a.rel, "gang");
+    tag(&b.rel, "gang");
+    // Two one-thread gangs bound to CPU 1 by affinity, not by a cpuset:
+    // admission counts CPUs (one each, two free), so each is admitted
+    // beside the other's lead, and only the slot says which one has CPU 1.
+    let hogs = [a.spin(1), b.spin(1)];
+    for h in &hogs {
+        bind_to_cpu(h.pids()[0], 1);
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let pids: Vec<i32> = hogs.iter().map(|h| h.pids()[0]).collect();
+    let before = hogs.each_ref().map(total_runtime);
+    let window = Duration::from_secs(20);
+    let (waits, ()) = trace::record_ready_waits(|| std::thread::sleep(window));
+    let after = hogs.each_ref().map(total_runtime);
+    let shares: Vec<f64> = (0..2)
+        .map(|i| (after[i] - before[i]) as f64 / window.as_nanos() as f64)
+        .collect();
+    let longest: Vec<f64> = pids
+        .iter()
+        .map(|p| waits.iter().find(|w| w.pid == *p).map_or(window.as_secs_f64(), |w| w.secs))
+        .collect();
+    figure(&format!(
+        "gang: two one-thread gangs bound to one CPU: shares {:.0}% / {:.0}% of it, longest waits {:.0} / {:.0} ms",
+        shares[0] * 100.0,
+        shares[1] * 100.0,
+        longest[0] * 1e3,
+        longest[1] * 1e3
+    ));
+    // Each leads 100 ms of a 222 ms cycle: about 45-55% each. Waiting out
+    // the other's slot and the open phase takes 122 ms; a loaded host
+    // stretches it, a starved gang waits the whole window.
+    assert!(
+        shares.iter().all(|s| *s > 0.25),
+        "each gang gets its slot on the CPU: shares {shares:?}"
+    );
+    assert!(
+        longest.iter().all(|w| *w < 1.0),
+        "longest waits {longest:?} s"
+    );
+    assert!(ejections(&dmesg()).is_empty(), "{:?}", ejections(&dmesg()));
+    stop_still_enabled(agent);
+}

@@ -92,6 +92,99 @@ pub fn record_wake_waits(window: Duration, tids: &[i32]) -> Vec<f64> {
     wake_waits(&text, tids)
 }
 
+/// A task's longest wait for a CPU in a trace: ready (woken, new, or
+/// switched out still runnable) to running again, as the kernel's own
+/// tracepoints show it.
+#[derive(Debug, Clone)]
+pub struct ReadyWait {
+    pub pid: i32,
+    pub comm: String,
+    pub secs: f64,
+}
+
+/// Record for `during` and return every task's longest ready wait, the
+/// longest first. A task still waiting when the trace ends counts up to
+/// its end, so one that never ran is not missed.
+pub fn record_ready_waits<T>(during: impl FnOnce() -> T) -> (Vec<ReadyWait>, T) {
+    let (text, out) = record(
+        "mono",
+        &["sched_wakeup", "sched_wakeup_new", "sched_switch"],
+        during,
+    );
+    (ready_waits(&text), out)
+}
+
+/// The text after `key=` in a trace event's fields, up to the next space.
+fn text_field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
+    fields
+        .split(&format!(" {key}="))
+        .nth(1)
+        .or_else(|| fields.strip_prefix(&format!("{key}=")))?
+        .split_whitespace()
+        .next()
+}
+
+/// Parse `text` into each task's longest ready wait (see ReadyWait).
+pub fn ready_waits(text: &str) -> Vec<ReadyWait> {
+    let mut ready: HashMap<i32, f64> = HashMap::new();
+    let mut longest: HashMap<i32, ReadyWait> = HashMap::new();
+    let mut comms: HashMap<i32, String> = HashMap::new();
+    let mut last_ts = 0.0;
+    let mut note = |pid: i32, secs: f64, comms: &HashMap<i32, String>| {
+        let e = longest.entry(pid).or_insert_with(|| ReadyWait {
+            pid,
+            comm: String::new(),
+            secs: 0.0,
+        });
+        if secs >= e.secs {
+            e.secs = secs;
+        }
+        if let Some(c) = comms.get(&pid) {
+            e.comm = c.clone();
+        }
+    };
+    for (_, ts, event, fields) in text.lines().filter_map(parse_line) {
+        last_ts = ts;
+        match event {
+            "wakeup" | "wakeup_new" => {
+                if let Some(pid) = field(fields, "pid") {
+                    if let Some(c) = text_field(fields, "comm") {
+                        comms.insert(pid, c.to_string());
+                    }
+                    ready.entry(pid).or_insert(ts);
+                }
+            }
+            "switch" => {
+                let prev = field(fields, "prev_pid");
+                let still_ready = text_field(fields, "prev_state").is_some_and(|s| s.starts_with('R'));
+                if let (Some(pid), true) = (prev, still_ready) {
+                    if let Some(c) = text_field(fields, "prev_comm") {
+                        comms.insert(pid, c.to_string());
+                    }
+                    if pid != 0 {
+                        ready.insert(pid, ts);
+                    }
+                }
+                if let Some(next) = field(fields, "next_pid") {
+                    if let Some(c) = text_field(fields.split("==>").nth(1).unwrap_or(""), "next_comm") {
+                        comms.insert(next, c.to_string());
+                    }
+                    if let Some(t0) = ready.remove(&next) {
+                        note(next, ts - t0, &comms);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    for (pid, t0) in ready {
+        note(pid, last_ts - t0, &comms);
+    }
+    let mut v: Vec<ReadyWait> = longest.into_values().filter(|w| w.pid != 0).collect();
+    v.sort_by(|a, b| b.secs.total_cmp(&a.secs));
+    v
+}
+
 /// One trace line: (cpu, timestamp, event name, the event's fields).
 fn parse_line(line: &str) -> Option<(u32, f64, &str, &str)> {
     let (head, rest) = line.split_once(": sched_")?;
