@@ -256,6 +256,14 @@ pub fn resolve_all<'a>(
                 Some((cl, _)) => (*cl, Source::Inherited(parent.to_string())),
             }
         };
+        // A gang is its job's tasks: Slurm's own helpers inside the job
+        // (its step daemons, the extern step) run as ordinary work of the
+        // job's tier, so that they neither count in the gang's size nor
+        // wait for its slot. An explicit label on them still holds.
+        let class = match source {
+            Source::Inherited(_) if class.is_gang() && slurm::is_job_helper(&c.rel) => class.tier(),
+            _ => class,
+        };
         let mut warnings = label_warnings(&c.facts);
         let slot_ms = match (&own, class.is_gang()) {
             (Some((_, src)), true) => own_slot_ms(&c.facts, src, &mut warnings),
@@ -460,6 +468,55 @@ mod tests {
             "{:?}",
             at("job_9").warnings
         );
+    }
+
+    #[test]
+    fn a_gang_jobs_step_daemons_run_beside_it_not_in_it() {
+        let scope = "system.slice/n1_slurmstepd.scope";
+        let gang_job = Cgroup {
+            facts: Facts {
+                slurm_job: Some(7),
+                rule: Some((Class::GuestGang, "partition=scavenger".into())),
+                ..Facts::default()
+            },
+            ..cg(&format!("{scope}/job_7"), 4, None, None)
+        };
+        let cgs = vec![
+            cg("", 1, None, None),
+            cg("system.slice", 2, None, None),
+            cg(scope, 3, None, None),
+            gang_job,
+            cg(&format!("{scope}/job_7/step_0"), 5, None, None),
+            cg(&format!("{scope}/job_7/step_0/slurm"), 6, None, None),
+            cg(&format!("{scope}/job_7/step_0/user"), 7, None, None),
+            cg(&format!("{scope}/job_7/step_0/user/task_0"), 8, None, None),
+            cg(&format!("{scope}/job_7/step_extern"), 9, None, None),
+            cg(&format!("{scope}/job_7/step_extern/user"), 10, None, None),
+            cg(
+                &format!("{scope}/job_7/step_extern/user/task_special"),
+                11,
+                None,
+                None,
+            ),
+        ];
+        let r = resolve_all(&cgs, Class::Primary);
+        let at = |j: &str| class_of(&r, &format!("{scope}/job_7{j}"));
+        for task in ["", "/step_0", "/step_0/user/task_0"] {
+            assert_eq!(at(task).class, Class::GuestGang, "{task:?}");
+        }
+        for helper in [
+            "/step_0/slurm",
+            "/step_extern",
+            "/step_extern/user/task_special",
+        ] {
+            let h = at(helper);
+            // The job's tier, its CPU time still the job's.
+            assert_eq!(
+                (h.class, h.heir.class, h.job),
+                (Class::Guest, Class::Guest, 4),
+                "{helper}"
+            );
+        }
     }
 
     #[test]

@@ -107,6 +107,25 @@ pub fn job_dir(rel: &str) -> Option<JobDir<'_>> {
     id.parse().ok().map(JobDir::Id)
 }
 
+/// Is `rel` (or an ancestor of it) one of the cgroups Slurm keeps inside a
+/// job for its own helpers, not for the job's tasks: a step's daemon
+/// (`<job>/step_<n>/slurm`, where slurmstepd runs) or the extern step
+/// (`<job>/step_extern`, which holds the job's placeholder process and
+/// whatever `pam_slurm_adopt` adopts)? The tasks themselves run under
+/// `<job>/step_<n>/user/`.
+pub fn is_job_helper(rel: &str) -> bool {
+    let parts: Vec<&str> = rel.split('/').collect();
+    (1..parts.len()).any(|i| {
+        let job = parts[..i].join("/");
+        job_dir(&job).is_some()
+            && match parts[i..] {
+                ["step_extern", ..] => true,
+                [step, "slurm", ..] => step.starts_with("step_"),
+                _ => false,
+            }
+    })
+}
+
 /// The Slurm job id of a job's own cgroup, either naming: a SLUID through
 /// the alias its Prolog left in `dir` (None without one).
 pub fn job_id_in(dir: &Path, rel: &str) -> Option<u64> {
@@ -300,6 +319,31 @@ pub fn run_hook(hook: Hook, dir: &Path) -> Result<String> {
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn step_daemons_and_the_extern_step_are_helpers_and_tasks_are_not() {
+        let job = "system.slice/n1_slurmstepd.scope/job_42";
+        for helper in [
+            "step_0/slurm",
+            "step_batch/slurm",
+            "step_extern",
+            "step_extern/user/task_special",
+        ] {
+            assert!(is_job_helper(&format!("{job}/{helper}")), "{helper}");
+        }
+        for task in [
+            "",
+            "/step_0",
+            "/step_0/user/task_0",
+            "/step_batch/user/task_special",
+        ] {
+            assert!(!is_job_helper(&format!("{job}{task}")), "{task:?}");
+        }
+        assert!(!is_job_helper(
+            "system.slice/other.scope/job_42/step_0/slurm"
+        ));
+        assert!(!is_job_helper("jobs/step_extern"));
+    }
 
     #[test]
     fn job_cgroups_of_both_builds_are_recognised_and_nothing_else() {

@@ -120,7 +120,7 @@ impl Cluster {
                  NodeName={node} NodeAddr={ADDR} CPUs={cpus} State=UNKNOWN\n\
                  PartitionName=primary Nodes={node} Default=YES OverSubscribe=FORCE:1 MaxTime=INFINITE State=UP\n\
                  PartitionName=guest Nodes={node} OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n\
-                 PartitionName=parallel Nodes={node} OverSubscribe=FORCE:2 MaxTime=INFINITE State=UP\n"
+                 PartitionName=parallel Nodes={node} OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n"
             ),
         )
         .unwrap();
@@ -581,6 +581,110 @@ fn parallel_jobs_are_gangs_that_take_turns_with_their_threads_together() {
     );
     assert!(s.iter().all(|x| *x > 0.15), "each gang progresses: {s:?}");
     wait_gone(&c, &jobs);
+    drop(c);
+    drop(agent);
+}
+
+/// What a one-task job of the `parallel` partition runs under `srun`: a
+/// rank that computes and reports a line every few milliseconds, so that
+/// its step daemon and the `srun` client wake as they do for a real
+/// job's output.
+const CHATTY_RANK: &str =
+    "while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; echo step; done";
+
+/// More gang jobs than CPUs, started with `srun` as users start them:
+/// each job's cgroup holds its rank, its step daemon (`slurmstepd`) and,
+/// under `step_extern`, Slurm's own helper, while the `srun` clients wait
+/// outside any job. No task the kernel sees waits for a CPU longer than
+/// the design's bound, and the scheduler is never ejected.
+#[test]
+fn srun_gang_jobs_beside_their_helpers_starve_no_task() {
+    require_guest();
+    let cfg = results_dir().join("slurm-srun-gangs.toml");
+    fs::write(
+        &cfg,
+        "[[slurm_rule]]\npartition = \"parallel\"\nclass = \"gang\"\nslot_ms = 100\n",
+    )
+    .unwrap();
+    let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
+    let c = Cluster::start();
+    let jobs = nr_cpus() + 2;
+    let mut clients: Vec<Child> = (0..jobs)
+        .map(|_| {
+            c.cmd("srun")
+                .args(["-p", "parallel", "-n1", "--", "sh", "-c", CHATTY_RANK])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("starting srun")
+        })
+        .collect();
+    let started = wait_until(Duration::from_secs(60), || {
+        stats_jobs()
+            .iter()
+            .filter(|j| j["slurm_job_id"].as_u64().is_some() && j["class"] == "gang")
+            .count()
+            >= jobs
+    });
+    assert!(
+        started,
+        "the {jobs} srun jobs never all ran as gangs: {}",
+        c.logs()
+    );
+    let window = Duration::from_secs(20);
+    let (waits, ()) = trace::record_ready_waits(|| std::thread::sleep(window));
+    let worst: Vec<String> = waits
+        .iter()
+        .take(8)
+        .map(|w| format!("{}[{}] {:.3} s", w.comm, w.pid, w.secs))
+        .collect();
+    figure(&format!(
+        "slurm: {jobs} one-task srun gang jobs on {} CPUs for {} s: longest ready waits {}",
+        nr_cpus(),
+        window.as_secs(),
+        worst.join(", ")
+    ));
+    // A gang is its job's tasks: the step daemons run beside it.
+    let ls =
+        agent_output(Command::new(AGENT).args(["ls", "--all", "--config", cfg.to_str().unwrap()]));
+    let ls = String::from_utf8_lossy(&ls.stdout).into_owned();
+    let classes = |part: &str| -> Vec<String> {
+        ls.lines()
+            .filter(|l| {
+                l.split_whitespace()
+                    .next()
+                    .is_some_and(|p| p.contains(part))
+            })
+            .filter_map(|l| l.split_whitespace().nth(1).map(str::to_string))
+            .collect()
+    };
+    let (daemons, tasks) = (classes("/step_0/slurm"), classes("/step_0/user/task_"));
+    assert!(
+        daemons.len() == jobs && daemons.iter().all(|c| c == "primary"),
+        "step daemons: {daemons:?}\n{ls}"
+    );
+    assert!(
+        tasks.len() == jobs && tasks.iter().all(|c| c == "gang"),
+        "tasks: {tasks:?}\n{ls}"
+    );
+    let ejected = ejections(&dmesg());
+    assert!(
+        ejected.is_empty(),
+        "ejected: {ejected:?}\n{}",
+        agent.output()
+    );
+    assert_eq!(state(), "enabled", "{}", agent.output());
+    // The design's bound for any task: a quarter of the watchdog's
+    // timeout plus one look of the age guard; 10 s leaves room for a
+    // loaded host.
+    assert!(
+        waits.first().is_none_or(|w| w.secs < 10.0),
+        "a task waited too long for a CPU: {worst:?}"
+    );
+    for cl in clients.iter_mut() {
+        let _ = cl.kill();
+        let _ = cl.wait();
+    }
     drop(c);
     drop(agent);
 }

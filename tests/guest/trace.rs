@@ -156,7 +156,13 @@ pub fn ready_waits(text: &str) -> Vec<ReadyWait> {
             }
             "switch" => {
                 let prev = field(fields, "prev_pid");
-                let still_ready = text_field(fields, "prev_state").is_some_and(|s| s.starts_with('R'));
+                let still_ready =
+                    text_field(fields, "prev_state").is_some_and(|s| s.starts_with('R'));
+                // It ran until now: a wake-up traced while it ran began no
+                // wait.
+                if let Some(pid) = prev {
+                    ready.remove(&pid);
+                }
                 if let (Some(pid), true) = (prev, still_ready) {
                     if let Some(c) = text_field(fields, "prev_comm") {
                         comms.insert(pid, c.to_string());
@@ -166,7 +172,9 @@ pub fn ready_waits(text: &str) -> Vec<ReadyWait> {
                     }
                 }
                 if let Some(next) = field(fields, "next_pid") {
-                    if let Some(c) = text_field(fields.split("==>").nth(1).unwrap_or(""), "next_comm") {
+                    if let Some(c) =
+                        text_field(fields.split("==>").nth(1).unwrap_or(""), "next_comm")
+                    {
                         comms.insert(next, c.to_string());
                     }
                     if let Some(t0) = ready.remove(&next) {
