@@ -49,9 +49,10 @@ static bool filler_yields(u32 tier, u32 rtier, u32 rg, bool lead)
  * an admitted gang of the same or a higher tier, unless that one is a
  * filler and the waker's gang leads the slot (@lead); never while a higher
  * sched class holds it. @evict_primary: ordinary primaries may be pushed
- * off (a primary gang in its own slot).
+ * off (a primary gang in its own slot). Global, verified once on its own:
+ * gang_make_room() asks it for every CPU in four passes.
  */
-static bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
+__noinline bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	u32 running, rg;
