@@ -547,7 +547,10 @@ fn bind_to_cpu(pid: i32, cpu: u32) {
 #[test]
 fn gangs_bound_to_the_same_cpu_each_get_their_own_slot() {
     let agent = start_on_two_cpus();
-    let (a, b) = (TestCgroup::new("gang-bound-a"), TestCgroup::new("gang-bound-b"));
+    let (a, b) = (
+        TestCgroup::new("gang-bound-a"),
+        TestCgroup::new("gang-bound-b"),
+    );
     tag(&a.rel, "gang");
     tag(&b.rel, "gang");
     // Two one-thread gangs bound to CPU 1 by affinity, not by a cpuset:
@@ -568,7 +571,12 @@ fn gangs_bound_to_the_same_cpu_each_get_their_own_slot() {
         .collect();
     let longest: Vec<f64> = pids
         .iter()
-        .map(|p| waits.iter().find(|w| w.pid == *p).map_or(window.as_secs_f64(), |w| w.secs))
+        .map(|p| {
+            waits
+                .iter()
+                .find(|w| w.pid == *p)
+                .map_or(window.as_secs_f64(), |w| w.secs)
+        })
         .collect();
     figure(&format!(
         "gang: two one-thread gangs bound to one CPU: shares {:.0}% / {:.0}% of it, longest waits {:.0} / {:.0} ms",
