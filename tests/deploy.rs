@@ -116,3 +116,47 @@ fn the_slurm_hooks_parse_and_call_the_agents_slurm_command() {
         );
     }
 }
+
+/// The unit as an operator runs it: flags from the environment file the
+/// package ships, never beside another sched_ext loader, no silent skip
+/// on a kernel without sched_ext, and the Slurm job records (under its
+/// runtime directory) kept across restarts, or a restart would turn
+/// every running scavenger job into a primary.
+#[test]
+fn the_unit_takes_its_flags_from_a_file_and_keeps_job_records_across_restarts() {
+    let unit = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/systemd/scx_linger.service"
+    ))
+    .unwrap();
+    let values = |key: &str| -> Vec<String> {
+        unit.lines()
+            .filter_map(|l| l.trim().strip_prefix(&format!("{key}=")))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(values("RuntimeDirectory"), ["scx_linger"]);
+    assert_eq!(values("RuntimeDirectoryPreserve"), ["yes"]);
+    assert_eq!(values("EnvironmentFile"), ["-/etc/default/scx_linger"]);
+    assert!(values("ExecStart")[0].ends_with(" $SCX_LINGER_FLAGS"));
+    assert!(values("Conflicts")[0]
+        .split_whitespace()
+        .any(|u| u == "scx.service"));
+    assert!(values("ConditionPathExists").is_empty(), "no silent skip");
+    assert!(
+        values("CapabilityBoundingSet")[0].contains("CAP_CHOWN"),
+        "--stats-group gives the socket to a group"
+    );
+    // The records live in the directory the unit keeps.
+    let slurm =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/labels/slurm.rs"))
+            .unwrap();
+    assert!(slurm.contains("RECORD_DIR: &str = \"/run/scx_linger/slurm\""));
+    // The file the unit reads ships with the package, as a conffile.
+    let env = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/deploy/default/scx_linger"
+    ))
+    .unwrap();
+    assert!(env.lines().any(|l| l.starts_with("SCX_LINGER_FLAGS=")));
+}

@@ -12,6 +12,9 @@
 //! | the agent | /usr/sbin/scx_linger |
 //! | deploy/systemd/scx_linger.service | /lib/systemd/system/ |
 //! | deploy/etc/config.toml | /etc/scx_linger/config.toml (a conffile) |
+//! | deploy/default/scx_linger | /etc/default/scx_linger: the unit's run flags (a conffile) |
+//! | deploy/debian/{postinst,prerm,postrm} | the package's maintainer scripts |
+//! | deploy/debian/copyright | /usr/share/doc/scx-linger/copyright |
 //! | `generate man` | /usr/share/man/man1/scx_linger*.1.gz |
 //! | `generate bash/zsh/fish` | the shells' vendor completion folders |
 //! | deploy/slurm/{prolog,epilog}, the SPANK plugin | /usr/lib/scx_linger/ |
@@ -97,6 +100,11 @@ pub fn build(debug: bool) -> Result<PathBuf> {
         &s("/etc/scx_linger/config.toml"),
         0o644,
     )?;
+    copy(
+        &root.join("deploy/default/scx_linger"),
+        &s("/etc/default/scx_linger"),
+        0o644,
+    )?;
     for hook in ["prolog", "epilog"] {
         copy(
             &root.join("deploy/slurm").join(hook),
@@ -118,7 +126,7 @@ pub fn build(debug: bool) -> Result<PathBuf> {
             "deploy/prometheus/scx_linger-alerts.yml",
             "prometheus/scx_linger-alerts.yml",
         ),
-        ("LICENSE", "copyright"),
+        ("deploy/debian/copyright", "copyright"),
     ] {
         copy(&root.join(from), &s(&format!("{doc}/{to}")), 0o644)?;
     }
@@ -157,7 +165,7 @@ pub fn build(debug: bool) -> Result<PathBuf> {
         format!(
             "Package: scx-linger\nVersion: {version}\nArchitecture: amd64\nMaintainer: scx_linger developers <scx-linger@localhost>\n\
              Installed-Size: {size_kib}\nDepends: libc6 (>= 2.34), libelf1, zlib1g, libzstd1\nSuggests: slurmd, prometheus\n\
-             Section: admin\nPriority: optional\nHomepage: https://github.com/sched-ext/scx\n\
+             Section: admin\nPriority: optional\n\
              Description: sched_ext scheduler for shared compute nodes\n \
              Guest jobs take only idle CPU cycles; gangs of a parallel job's threads\n \
              run together; per-job figures for top, JSON and Prometheus. Needs Linux\n \
@@ -165,7 +173,19 @@ pub fn build(debug: bool) -> Result<PathBuf> {
              Prolog/Epilog hooks and SPANK plugin, a Grafana dashboard and alert rules.\n"
         ),
     )?;
-    std::fs::write(s("DEBIAN/conffiles"), "/etc/scx_linger/config.toml\n")?;
+    std::fs::write(
+        s("DEBIAN/conffiles"),
+        "/etc/scx_linger/config.toml\n/etc/default/scx_linger\n",
+    )?;
+    // Maintainer scripts: systemd hears of the unit, an upgrade restarts a
+    // running agent, a removal stops it.
+    for script in ["postinst", "prerm", "postrm"] {
+        copy(
+            &root.join("deploy/debian").join(script),
+            &s(&format!("DEBIAN/{script}")),
+            0o755,
+        )?;
+    }
 
     let deb = root.join(format!("target/package/scx-linger_{version}_amd64.deb"));
     run_ok(
