@@ -14,8 +14,9 @@
 //! The folders, from the bottom up (each imports only from those before
 //! it): node.rs (the machine), bpf/ (the kernel side and the one header it
 //! shares with us), labels/ (what each cgroup is), gangs/ (the slot
-//! table), observe/ (figures), lifecycle/ (the run loop). README.md's
-//! "Layout" section draws the data flow between them.
+//! table), observe/ (figures), lifecycle/ (the run loop). No file imports
+//! in a circle (tests/layout.rs holds it); DEVELOPING.md's "Layout"
+//! section draws the data flow between them.
 mod bpf;
 mod gangs;
 mod labels;

@@ -4,12 +4,14 @@
 //! from the cgroup tree and the class every cgroup ends up with
 //! (cgroups.rs), the agent's copy of the tree and the events that keep
 //! it current (tree.rs, watch.rs), the site's rules (config.rs), Slurm's job cgroups and the
-//! records its Prolog leaves for them (slurm.rs), and the
-//! `tag`, `untag` and `ls` commands (tag.rs).
+//! records its Prolog leaves for them (slurm.rs), the
+//! `tag`, `untag` and `ls` commands (tag.rs), and the running agent as
+//! label writers reach it: its pid file and notify signal (agent.rs).
 //!
 //! Owns every decision about a cgroup's class. Imports only node.rs and
 //! bpf::intf (for the class values the BPF side shares); never the
 //! running scheduler, gangs or figures.
+pub mod agent;
 pub mod cgroups;
 pub mod class;
 pub mod config;

@@ -301,11 +301,11 @@ pub fn run_hook(hook: Hook, dir: &Path) -> Result<String> {
     let rec = record_from_env(|k| std::env::var(k).ok())?;
     match hook {
         Hook::Wait => wait_applied(dir, rec.job_id, || {
-            super::tag::agent_pid(Path::new(super::tag::PID_FILE)).is_some()
+            super::agent::agent_pid(Path::new(super::agent::PID_FILE)).is_some()
         }),
         Hook::Prolog => {
             write_record(dir, &rec)?;
-            super::tag::notify_agent();
+            super::agent::notify_agent();
             Ok(format!("recorded Slurm job {} for scx_linger", rec.job_id))
         }
         Hook::Epilog => {

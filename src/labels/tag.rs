@@ -10,20 +10,18 @@
 //! label reaches it (a user cannot signal a root process).
 
 use std::io::ErrorKind;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{bail, Result};
 use nix::errno::Errno;
 
+use super::agent;
 use super::cgroups::{
     self, Resolved, TRUSTED_SLOT_XATTR, TRUSTED_XATTR, USER_SLOT_XATTR, USER_XATTR,
 };
 use super::class::Class;
 use super::config::Config;
 use crate::node::{self, Caps};
-
-/// Where a running agent records its pid, for `tag` to notify it.
-pub const PID_FILE: &str = "/run/scx_linger.pid";
 
 /// Which label a `tag` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -119,7 +117,7 @@ pub fn tag(
             _ => {}
         },
     }
-    notify_agent();
+    agent::notify_agent();
     let mut msg = format!("/{rel}: {class} ({})", xattr_name(ns));
     if let Some(ms) = slot_ms {
         msg.push_str(&format!(", slot {ms} ms"));
@@ -148,7 +146,7 @@ pub fn untag(mount: &Path, cgroup: &str, caps: Caps) -> Result<String> {
             Err(e) => return Err(describe_io(&e, "remove a label", &dir)),
         }
     }
-    notify_agent();
+    agent::notify_agent();
     Ok(if removed.is_empty() {
         format!("/{rel}: had no label")
     } else {
@@ -189,30 +187,6 @@ pub fn ls(mount: &Path, cfg: &Config, all: bool) -> Result<String> {
     Ok(out)
 }
 
-/// Ask a running agent to apply label changes now. Best effort: without
-/// an agent (or without permission to signal it) the label still reaches
-/// it as a cgroupfs event, or at its next start.
-pub fn notify_agent() {
-    let Some(pid) = agent_pid(Path::new(PID_FILE)) else {
-        return;
-    };
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGUSR1,
-    );
-}
-
-/// The running agent's pid, if one runs.
-pub fn agent_pid(pid_file: &Path) -> Option<i32> {
-    let pid: i32 = std::fs::read_to_string(pid_file)
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let comm = std::fs::read_to_string(PathBuf::from(format!("/proc/{pid}/comm"))).ok()?;
-    (pid > 1 && comm.trim() == "scx_linger").then_some(pid)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,17 +201,5 @@ mod tests {
         assert!(check_tag(Namespace::Trusted, Class::Primary).is_ok());
         assert!(check_tag(Namespace::User, Class::GuestGang).is_ok());
         assert!(check_tag(Namespace::User, Class::Gang).is_err());
-    }
-
-    #[test]
-    fn stale_pid_files_are_ignored() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("pid");
-        assert_eq!(agent_pid(&f), None);
-        std::fs::write(&f, "garbage").unwrap();
-        assert_eq!(agent_pid(&f), None);
-        // Our own pid is alive but is not scx_linger.
-        std::fs::write(&f, std::process::id().to_string()).unwrap();
-        assert_eq!(agent_pid(&f), None);
     }
 }

@@ -17,7 +17,7 @@ pub mod session;
 
 pub use args::RunArgs;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -25,8 +25,9 @@ use anyhow::{Context, Result};
 use log::{info, warn};
 
 use crate::bpf::program::Tunables;
+use crate::labels::agent::{self, PidFile};
 use crate::labels::config::Config;
-use crate::labels::{cgroups, tag, watch};
+use crate::labels::{cgroups, watch};
 use crate::node::Caps;
 use crate::observe::{metrics, scx_stats, server};
 use restart::Ending;
@@ -154,7 +155,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     if let Some(p) = &cfg.path {
         info!("config {} ({} rules)", p.display(), cfg.rules.len());
     }
-    let _pid_file = PidFile::create(Path::new(tag::PID_FILE));
+    let _pid_file = PidFile::create(Path::new(agent::PID_FILE));
 
     // Load, serve, and when the kernel ends a run, load again if the
     // restart policy says so (restart.rs). Every task keeps running in
@@ -223,30 +224,6 @@ fn stop_requested_within(
             Ok(_) => {}
             Err(_) => return false,
         }
-    }
-}
-
-/// /run/scx_linger.pid while the agent runs, so `tag` can notify it.
-struct PidFile(PathBuf);
-
-impl PidFile {
-    fn create(path: &Path) -> Option<PidFile> {
-        match std::fs::write(path, format!("{}\n", std::process::id())) {
-            Ok(()) => Some(PidFile(path.to_path_buf())),
-            Err(e) => {
-                warn!(
-                    "cannot write {} ({e}): `tag` will take effect at the next periodic rescan",
-                    path.display()
-                );
-                None
-            }
-        }
-    }
-}
-
-impl Drop for PidFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
     }
 }
 
