@@ -134,9 +134,10 @@ stop_sched() {
 # as an ordinary (SCHED_OTHER) task, its output (with a histogram in 1 us
 # buckets up to 20 ms) in OUT; fails unless it ran as SCHED_OTHER. No -p:
 # cyclictest's -p makes the measuring thread SCHED_FIFO whatever
-# --policy says, and an RT thread bypasses sched_ext (the latency bench
-# measured one until 2026-11-24), so the run checks its threads' class
-# while it runs: the main thread and the measuring one, both TS.
+# --policy says, and an RT thread bypasses sched_ext (the bench would
+# measure the kernel's RT class, not the scheduler), so the run checks its
+# threads' class while it runs: the main thread and the measuring one,
+# both TS.
 cyclictest_other() {
 	cyclictest -i 1000 -l "$1" -t 1 -q -h 20000 --policy=other > "$2" 2>&1 &
 	cyc=$!

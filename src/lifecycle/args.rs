@@ -83,7 +83,7 @@ pub struct RunArgs {
     /// Where each class's queue of waiting tasks lives. `llc`: one per
     /// last-level cache, which CPUs of the other caches steal from, so
     /// the node's CPUs do not all contend for one lock. `node`: one for
-    /// the whole node, as before 2026-11-24 (for comparison). The same
+    /// the whole node (for comparison). The same
     /// on a node of one LLC.
     #[arg(long, value_enum, default_value_t = Queues::Llc)]
     pub queues: Queues,

@@ -34,7 +34,7 @@ use restart::Ending;
 use session::Event;
 
 /// How the agent ended, and its exit status (the one home of the codes;
-/// README "Exit codes" lists them, with 1 for an error the agent
+/// docs/operating.md ("Exit codes") lists them, with 1 for an error the agent
 /// reported, such as bad input or a failed load, and 2 for a usage
 /// error, clap's own).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

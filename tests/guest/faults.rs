@@ -107,7 +107,7 @@ fn a_failing_scheduler_is_restarted_with_backoff_then_given_up() {
             .find(|l| l.contains("giving up"))
             .unwrap_or("(no give-up line)")
     ));
-    // Exit status 4: gave up (README "Exit codes").
+    // Exit status 4: gave up (docs/operating.md, "Exit codes").
     assert_eq!(status.code(), Some(4), "{out}");
     assert!(
         out.contains("staged failure"),

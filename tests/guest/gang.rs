@@ -184,12 +184,11 @@ fn two_gangs_take_turns_together_on_the_clock() {
         off90 * 1e3
     ));
 
-    // Measured: 99-100% for the gang whose slot follows another gang's,
-    // 80-99% for the one that starts early in the open phase, varying from
-    // run to run with the same code (ordinary work still running there,
-    // such as the agent's once-a-second stats reading, takes part of its
-    // slot; see the README; why it varies so much is not yet understood).
-    // Gangs that were not co-scheduled at all would come out near 50%.
+    // The gang whose slot follows another gang's runs nearly all of its
+    // slot; the one that starts early in the open phase shares its start
+    // with ordinary work still running there (such as the agent's
+    // once-a-second stats reading). Gangs that were not co-scheduled at
+    // all would come out near 50%.
     let ran = |tids: &[i32]| -> Vec<(i32, f64)> {
         tids.iter()
             .map(|t| {

@@ -14,8 +14,8 @@
 //! kernel's own scheduler takes no cross-CPU lock on those paths. What is
 //! tested here is a scheduler spread over 64 CPUs (its per-CPU state,
 //! masks and queues at that size, tasks placed on any of them) loading,
-//! holding both classes, and unloading; 64 real CPUs are for the device
-//! machine (see the README).
+//! holding both classes, and unloading; timing at that scale needs 64
+//! real CPUs, not emulated ones.
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 //! got: each job cgroup's own `cpu.stat`.
 //!
 //! What Slurm needs here without systemd as PID 1 (found in the guest; see
-//! also the README's Slurm section):
+//! also docs/operating.md's Slurm section):
 //! - `IgnoreSystemd=yes`, and `system.slice` made by hand with the cpuset,
 //!   cpu and memory controllers enabled down to it, else task/cgroup binds
 //!   nothing;
