@@ -108,8 +108,7 @@ __hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
 	 * Plain loads, not BPF_CORE_READ(): every event passes here, and each
 	 * hop of BPF_CORE_READ() is a bpf_probe_read_kernel() call, about a
 	 * hundred instructions, where the verifier turns these loads into
-	 * single fault-safe ones (a profile of a wake-up counted the reads
-	 * at a tenth of the scheduler's cost).
+	 * single fault-safe ones.
 	 */
 	cgrp = p->cgroups->dfl_cgrp;
 	if (!cgrp)

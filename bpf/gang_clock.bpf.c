@@ -64,8 +64,8 @@ __hidden void gang_note_start(struct task_ctx *tctx, u32 g, u64 now)
  * A gang's slot ends: record its skew and whether it started whole.
  * gang_end_slot() and gang_begin_slot() are global functions, verified
  * once on their own: inlined into gang_turn_over()'s loop over every gang,
- * 6.12's verifier never found that loop's states equal and gave up at a
- * million instructions (7.3's accepts it either way).
+ * 6.12's verifier never finds that loop's states equal and gives up at a
+ * million instructions (7.3's accepts either form).
  */
 __noinline int gang_end_slot(u32 g)
 {

@@ -29,16 +29,14 @@
  * ahead of its tier in vtime waits until every other task of the tier has
  * run as much more, and tasks that wake often and run briefly climb
  * slowly: a light task (nice 19 is charged 100 times its run) or one
- * charged a long run can wait for tens of seconds. Under the stress-ng
- * soak, stress-ng's schedpolicy worker waited 33-38 s and the kernel
- * ejected the scheduler. So every AGE_LOOK_NS one CPU looks through each
- * tier queue for tasks that have been ready for a quarter of the
- * watchdog's timeout without running, and runs up to AGE_RESCUE_MAX of
- * them on itself for a guard slice. Running at all is what the watchdog
- * asks; their place in vtime is left as it is. Guests are looked for only
- * where the CPU would run a guest anyway: rescued ahead of the primaries'
- * queue, they made waiting primaries kick them off (measured: primaries'
- * run delay beside guests 2-3x).
+ * charged a long run can wait for tens of seconds, past the watchdog's
+ * timeout. So every AGE_LOOK_NS one CPU looks through each tier queue
+ * for tasks that have been ready for a quarter of the watchdog's timeout
+ * without running, and runs up to AGE_RESCUE_MAX of them on itself for a
+ * guard slice. Running at all is what the watchdog asks; their place in
+ * vtime is left as it is. Guests are looked for only where the CPU would
+ * run a guest anyway: rescued ahead of the primaries' queue, they would
+ * hold CPUs that waiting primaries need.
  *
  * Gang members wait in their gang's DSQ, not in a tier queue, and the age
  * guard looks there too, after the tier queues. A gang's slot is no bound
@@ -200,7 +198,7 @@ __noinline bool rescue_gangs(u32 tier, s32 cpu, u64 now)
  * Up to AGE_RESCUE_MAX overdue tasks of @tier, from the first LLC's queue
  * that has any (the next look, AGE_LOOK_NS later, reaches the others).
  * Not a budget shared across LLCs: a count carried through the loop
- * gives the verifier a state per value, and dispatch() outgrew it.
+ * gives the verifier a state per value, and dispatch() would outgrow it.
  */
 static bool rescue_any(u32 tier, s32 cpu, u64 now)
 {

@@ -26,8 +26,8 @@
  * ordering argument of preempt.bpf.c covers all of them.
  *
  * A node with one LLC (nr_llcs == 1, what the agent writes when it
- * cannot read the topology) has one queue per tier, as before; the
- * verifier sees nr_llcs as a constant and the loops below run once.
+ * cannot read the topology) has one queue per tier; the verifier sees
+ * nr_llcs as a constant and the loops below run once.
  *
  * Placement keeps a task near its cache: select_cpu()'s default search
  * already prefers its previous CPU, then its LLC, then its node; the

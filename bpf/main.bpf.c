@@ -259,8 +259,7 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		 * pinned to one CPU: on a 1-CPU node or in a 1-core cpuset every
 		 * task is, and the local DSQ is FIFO, so vtime order would be
 		 * lost and a waking short sleeper would queue behind a compute
-		 * job's whole burst (cyclictest beside a duty primary on 1 CPU
-		 * waited up to 10 ms). The primary DSQ hands each CPU the first
+		 * job's whole burst. The primary DSQ hands each CPU the first
 		 * task that may run there.
 		 */
 		if (((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) ||
@@ -683,14 +682,13 @@ SCX_OPS_DEFINE(linger_ops,
 	       /*
 	        * ENQ_EXITING: without it the kernel puts a task that runs
 	        * after PF_EXITING straight on its CPU's local DSQ, FIFO, and
-	        * never calls dispatch() while that DSQ has tasks. When 2,000
-	        * threads exit at once they queue on the mm's rwsem and wake
-	        * one another through that path: on 2 CPUs the local DSQs
-	        * never emptied, and every queued task, the RCU grace-period
-	        * kthread among them, waited until the kernel's RCU stall
-	        * check ended the scheduler 21 s later (4 million exiting
-	        * enqueues skipped us meanwhile). The kernel's default exists
-	        * for schedulers that find tasks by pid, which this one never
+	        * never calls dispatch() while that DSQ has tasks. Threads
+	        * that exit together queue on the mm's rwsem and wake one
+	        * another through that path, so the local DSQs may never
+	        * empty, and every task queued elsewhere, the RCU grace-period
+	        * kthread among them, waits until the kernel's RCU stall check
+	        * ends the scheduler. The kernel's default exists for
+	        * schedulers that find tasks by pid, which this one never
 	        * does: its state is task storage, kept until the task is
 	        * freed.
 	        */

@@ -71,11 +71,10 @@ __hidden bool cpu_runs_guest(s32 cpu)
  * Claim a CPU that runs a guest and may run @p, preferring @prev_cpu (its
  * cache may still be warm); -1 if there is none. The claim clears the
  * CPU's bit: the primary sent there will take it, and until it runs, the
- * bit would send the next waking primary to the same CPU, to queue
- * behind the first in its FIFO local DSQ for a whole slice. Two
- * primaries woken by one timer interrupt did exactly that (2 vCPUs
- * beside guests: cyclictest behind a duty primary's 10 ms burst). If the
- * CPU takes a guest again, dispatch() sets its bit again, as above.
+ * bit would send the next waking primary (often one woken by the same
+ * timer interrupt) to the same CPU, to queue behind the first in its FIFO
+ * local DSQ for a whole slice. If the CPU takes a guest again, dispatch()
+ * sets its bit again, as above.
  */
 __hidden s32 guest_cpu_for(const struct task_struct *p, s32 prev_cpu)
 {
@@ -124,13 +123,12 @@ __hidden bool preempt_guest_for(const struct task_struct *p)
 /*
  * A guest can also start without passing dispatch(): it was moved to the
  * CPU's local DSQ, and a primary that claimed the CPU went in ahead of it
- * (SCX_ENQ_PREEMPT puts it at the head). Meanwhile the CPU's bit was
- * clear, so a primary that queued then saw no guest to take, and the
- * guest ran its whole slice when that primary left: beside guests on 2
- * vCPUs, cyclictest (pinned to its CPU) waited 10 ms behind a guest's
- * slice (a sched_switch trace of cyclictest -b). So a guest that starts
- * looks at its LLC's primary queue once, after its bit is set (the same
- * order as dispatch()'s): a head that may run here ends its slice.
+ * (SCX_ENQ_PREEMPT puts it at the head). Meanwhile the CPU's bit is
+ * clear, so a primary that queues then sees no guest to take, and would
+ * wait out the guest's whole slice once the claiming primary leaves. So
+ * a guest that starts looks at its LLC's primary queue once, after its
+ * bit is set (the same order as dispatch()'s): a head that may run here
+ * ends its slice.
  */
 __hidden void guest_start_recheck(s32 cpu)
 {

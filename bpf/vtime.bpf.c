@@ -68,9 +68,7 @@ __hidden u64 tier_slice(u32 tier)
  * passes it; tasks that wake often and run briefly are placed a slice
  * behind it and climb back only by what they run. So a newcomer placed
  * on the clock waits behind every such waker until each has run a whole
- * slice's worth. Measured on 6.12: a process moved into the guest class
- * among 256 guest threads waking every millisecond had not run after
- * 10 s; placed here, its threads ran within 160 ms. Nothing that arrives
+ * slice's worth: among many of them, for seconds. Nothing that arrives
  * later can queue before it.
  */
 static u64 tier_floor(u32 tier, u32 llc)
@@ -115,8 +113,8 @@ __hidden u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx
  * cgroup with a low cpu.weight) runs a proportionally shorter slice, as
  * EEVDF gives it a smaller request: the same share, in shorter runs more
  * often. Its vtime is charged at 100/weight per nanosecond, so one whole
- * 20 ms slice at nice 19 (weight 1) put it 2 s of vtime past the clock,
- * and it then waited until every other task of its tier had run 2 s more
+ * 20 ms slice at nice 19 (weight 1) would put it 2 s of vtime past the
+ * clock, to wait until every other task of its tier had run 2 s more
  * (the age guard in guard.bpf.c bounds what is left of such waits).
  */
 __hidden u64 weighted_slice(struct task_struct *p, struct task_ctx *tctx,
@@ -141,11 +139,10 @@ __hidden u64 weighted_slice(struct task_struct *p, struct task_ctx *tctx,
  * @ran is the time it really held the CPU (account.bpf.c's run clock),
  * not the part of its slice that is gone: a preempting kick
  * (SCX_KICK_PREEMPT) zeroes the slice of the task it throws off, so that
- * measure charged a guest kicked after 50 us for its whole 10 ms slice.
- * Every primary that woke did that to a guest; the kicked guest then
- * queued a slice behind the guests that had not been kicked, and waited
- * until each of them had run that much more (measured: seconds beside 256
- * guests that wake every millisecond).
+ * measure would charge a guest kicked after 50 us for its whole 10 ms
+ * slice. Any waking primary may kick a guest; the kicked guest would then
+ * queue a slice behind the guests that were not kicked, and wait until
+ * each of them had run that much more: among many guests, for seconds.
  */
 __hidden u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
 			   u64 ran, bool refresh)
@@ -194,8 +191,8 @@ __hidden void vtime_wake(struct task_struct *p, struct task_ctx *tctx, u32 tier)
  * holds a CPU all slot long would drive the clock far ahead of the
  * ordinary tasks sharing the other CPUs, and every waking task, placed
  * no earlier than the clock minus a slice, would then wait behind all of
- * them for as long as the gang runs (measured: the kernel's own watchdog
- * work starved for 30 s, and the kernel ejected us).
+ * them for as long as the gang runs: long enough for the kernel's
+ * watchdog to eject the scheduler.
  */
 __hidden void vtime_advance(struct task_struct *p, struct task_ctx *tctx,
 			    bool slotted, s32 cpu)

@@ -2,11 +2,11 @@
 /*
  * wakeup.bpf.c - wake-up preemption within the primary tier.
  *
- * Primaries run 20 ms slices (throughput for compute jobs, main.bpf.c),
- * and within the tier only the slice end was a switch point. So a primary
+ * Primaries run 20 ms slices (throughput for compute jobs, main.bpf.c).
+ * Were the slice end the only switch point within the tier, a primary
  * that wakes for microseconds (a shell, sshd, a node daemon, an MPI
- * progress thread, cyclictest) waited up to a whole slice behind a
- * CPU-bound primary, where EEVDF lets it in within about a millisecond.
+ * progress thread) would wait up to a whole slice behind a CPU-bound
+ * primary, where EEVDF lets it in within about a millisecond.
  *
  * The rule: a waking primary takes the CPU it last ran on from the
  * primary there when all of these hold:
@@ -14,13 +14,11 @@
  *    since it last woke, and on average per wake-up;
  *  - it was not woken with SCX_WAKE_SYNC, the waker's word that it is
  *    about to sleep itself (a pipe or socket write: the woken task gets
- *    the CPU soon anyway). Without this, hackbench (40 tasks that write to
- *    and read from each other through pipes) switched ten times as often
- *    and took 1.8 to 2.2 times as long as with the rule off; with it,
- *    within a few percent (bench --overhead). A wake-up from an interrupt
- *    (a timer, the network, a disk) is never sync. select_cpu() passes
- *    the flag on; a task that may run on one CPU only skips select_cpu(),
- *    and counts as not sync;
+ *    the CPU soon anyway). Without this, tasks that talk through pipes
+ *    preempt each other at every message and switch many times as often
+ *    as they need to. A wake-up from an interrupt (a timer, the network,
+ *    a disk) is never sync. select_cpu() passes the flag on; a task that
+ *    may run on one CPU only skips select_cpu(), and counts as not sync;
  *  - the running task is not a short sleeper: an ordinary primary (no
  *    gang member: those run by slot, and gang_run.bpf.c has its own
  *    relief for ordinary work) that runs longer than that on average, or
@@ -29,33 +27,30 @@
  *    as of now, what stopping() would charge it (EEVDF's eligibility, in
  *    this scheduler's terms; a waker banks at most one slice,
  *    vtime_wake()). As of now, not as of the running task's start: two
- *    tasks that both slept long wake at the same floor, and the agent
- *    (waking once a second) then kept cyclictest out for 3.5 ms.
+ *    tasks that both slept long wake at the same floor, and as of its
+ *    start the running one would keep the waker out for its whole burst.
  *
  * The waker goes straight to its CPU's local DSQ with SCX_ENQ_PREEMPT,
  * which ends the running task's slice there and then: no trip through the
  * shared queue and the next dispatch(), and no kick (an irq_work and a
- * self-IPI when the waker's CPU is the one it wakes on). A profile of
- * cyclictest beside a duty primary on 1 CPU counted the queue-and-kick way
- * at about 800 more guest instructions a wake-up (bench --profile). It
- * runs ahead of primaries queued with smaller vtimes; it is a short
- * sleeper, and they were waiting for the running task anyway. The
- * preempted task queues with its vtime charged for what it ran, so shares
- * within the tier still follow the weights, and a waker can preempt only
- * while it is behind: what it runs, it is charged. What the compute job
- * pays is one switch there and back per such wake-up, as under EEVDF.
+ * self-IPI when the waker's CPU is the one it wakes on). It runs ahead of
+ * primaries queued with smaller vtimes; it is a short sleeper, and they
+ * were waiting for the running task anyway. The preempted task queues
+ * with its vtime charged for what it ran, so shares within the tier still
+ * follow the weights, and a waker can preempt only while it is behind:
+ * what it runs, it is charged. What the compute job pays is one switch
+ * there and back per such wake-up, as under EEVDF.
  *
- * A running task that is short so far may not stay short: the agent
- * itself woke for a short walk and then ran 3.4 ms (1 CPU, icount) while
- * cyclictest waited behind it, and any primary may take a whole 20 ms
- * slice that way. So when only the running task's burst so far keeps the
- * waker out, the waker queues as usual and a BPF timer kicks its CPU
- * (SCX_KICK_PREEMPT) at the moment that burst would pass
- * WAKE_SHORT_BURST_NS, if the same run still goes on then; dispatch()
- * then takes the waker from the queue in vtime order. A short sleeper thus
- * waits at most about WAKE_SHORT_BURST_NS behind another primary. Not by
- * shortening the running task's slice: sched_ext ends slices at the
- * scheduler tick only (4 ms at HZ=250).
+ * A running task that is short so far may not stay short: any primary
+ * may wake for what looks like a short burst and then run a whole slice.
+ * So when only the running task's burst so far keeps the waker out, the
+ * waker queues as usual and a BPF timer kicks its CPU (SCX_KICK_PREEMPT)
+ * at the moment that burst would pass WAKE_SHORT_BURST_NS, if the same
+ * run still goes on then; dispatch() then takes the waker from the queue
+ * in vtime order. A short sleeper thus waits at most about
+ * WAKE_SHORT_BURST_NS behind another primary. Not by shortening the
+ * running task's slice: sched_ext ends slices at the scheduler tick only
+ * (4 ms at HZ=250).
  *
  * Only the waker's previous CPU is looked at: it is where its cache is,
  * it is one lookup however many CPUs the node has, and the waker's
@@ -122,22 +117,20 @@ static bool short_sleeper(struct task_ctx *tctx)
  * A short sleeper can also queue where the rule cannot see the task it
  * will wait behind: it woke while a guest held its CPU, which another
  * primary woken by the same timer interrupt had just claimed
- * (preempt.bpf.c) and entered through the local DSQ. Nothing looked at
- * the queue again until that primary's burst ended: beside guests on 2
- * vCPUs, cyclictest waited 16.5 ms behind a duty primary's 10 ms burst
- * (a sched_switch trace of cyclictest -b). And a long runner that
- * dispatch() took from the queue ahead of a short sleeper (its vtime was
- * smaller) ran its whole burst with nothing to look again. So a primary
- * that runs long looks at the head of its LLC's primary queue as it
- * starts: a short sleeper there that is not owed CPU yet gets the timer
+ * (preempt.bpf.c) and entered through the local DSQ; nothing else looks
+ * at the queue again until that primary's burst ends. And a long runner
+ * that dispatch() takes from the queue ahead of a short sleeper (its
+ * vtime is smaller) runs its whole burst with nothing to look again. So a
+ * primary that runs long looks at the head of its LLC's primary queue as
+ * it starts: a short sleeper there that is not owed CPU yet gets the timer
  * kick at the moment it will be (kick_when_owed()), when dispatch()
  * compares the two again. One owed no less than the long runner (two
  * tasks woken by one interrupt wake at the same floor: the tie goes to
  * the short sleeper) ends its slice at once, but only after a jump past
- * the queue: otherwise dispatch() chose between them already, and kicking
- * at every start cost cyclictest on 1 vCPU its p99 (0.24-0.29 ms to
- * 0.95-1.6 ms beside duty primaries). Only the head: it is one peek, and
- * the queue is in vtime order.
+ * the queue: otherwise dispatch() has chosen between them already, and a
+ * kick at every start only adds switches and makes short sleepers' tail
+ * latency worse. Only the head: it is one peek, and the queue is in vtime
+ * order.
  */
 __hidden void wakeup_note_jump(struct task_ctx *tctx)
 {
@@ -161,10 +154,7 @@ static void kick_later(s32 cpu, u64 started, u64 after)
  * A waker that is not owed CPU yet (its vtime is @gap past what the
  * running task's is now) will be once that task has run gap * weight / 100
  * ns more: kick the CPU then, when dispatch() compares the two again,
- * rather than leave the waker behind the rest of a long burst. Beside
- * guests on 2 vCPUs cyclictest, pinned to its CPU, woke 1.4 ms of vtime
- * ahead of a duty primary that had just started a 10 ms burst, and waited
- * 18 ms (a sched_switch trace with the rule's figures printed). Within a
+ * rather than leave the waker behind the rest of a long burst. Within a
  * slice only: a waker further ahead has had its share.
  */
 static void kick_when_owed(s32 cpu, u64 started, u64 gap, u64 weight,
@@ -197,8 +187,8 @@ static void recheck_queued(s32 cpu, const struct wakeup_cpu *wc, bool jumped)
 	 * Its key comes before the running task's vtime: dispatch(), which
 	 * takes the smallest key, did not choose between them. The running
 	 * task came another way: from the CPU's local DSQ, where an idle CPU
-	 * was handed it before the head woke (a traced 11 ms wait behind a
-	 * duty primary's burst on 2 vCPUs, while the other CPU went idle).
+	 * was handed it before the head woke. Left alone, the head waits out
+	 * its whole burst, even while another CPU goes idle.
 	 */
 	if (time_before(q->scx.dsq_vtime, wc->vtime))
 		goto kick;
@@ -297,14 +287,11 @@ __hidden s32 wakeup_timers_init(void)
 
 /*
  * The primary queue is in vtime order, and dispatch() keeps it. So a
- * short sleeper that queued (its CPU was idle, or another primary ran
- * there that the rule let go on) waited behind every primary with a
- * smaller vtime, whatever that one's burst: a duty primary that slept
- * 10 ms wakes with up to a slice's credit (vtime_wake()) and then runs
- * 10 ms. Traced on 2 vCPUs with no guests (bench/results/
- * latency-tails-trace.txt): cyclictest, woken on an idle CPU just after
- * a duty primary was queued there, waited out its 10 ms burst while the
- * other CPU went idle; 0.1% of wake-ups waited 11-12 ms, in every run.
+ * short sleeper that queues (its CPU was idle, or another primary runs
+ * there that the rule lets go on) would wait behind every primary with a
+ * smaller vtime, whatever that one's burst: a primary that sleeps and
+ * then runs long wakes with up to a slice's credit (vtime_wake()), and
+ * the short sleeper would wait out its whole burst.
  *
  * EEVDF orders by deadline, vruntime plus the request, so a task asking
  * for little runs before one of the same vruntime asking for much. Here
@@ -313,7 +300,7 @@ __hidden s32 wakeup_timers_init(void)
  * had banked the slice a long runner banks by sleeping. Only the key: it
  * gets its own vtime back when it starts running, so what it runs it is
  * charged, and weights hold. It goes ahead only of primaries within a
- * slice of it; one that ran further ahead waits its turn as before.
+ * slice of it; one that ran further ahead waits its turn in vtime order.
  */
 static u64 queue_key_ahead(struct task_ctx *tctx)
 {
@@ -371,9 +358,9 @@ __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)
 		short_for = WAKE_SHORT_BURST_NS - wc->burst - ran + 1;
 	/*
 	 * Compared as dispatch() would compare them: by the key the waker
-	 * would queue with (wakeup_queue_key()). A short sleeper 15 ms of
-	 * vtime ahead of a duty primary that woke with a slice's credit
-	 * otherwise waited 15 ms, queued with a key that came first.
+	 * would queue with (wakeup_queue_key()). By its own vtime, a short
+	 * sleeper up to a slice ahead would wait for the running task to
+	 * catch up, though its key comes first.
 	 */
 	key = p->scx.dsq_vtime - queue_key_ahead(tctx);
 	if (!time_before(key, running_vtime)) {

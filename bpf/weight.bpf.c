@@ -16,10 +16,10 @@
  *
  * Kernel threads are charged at no less than the default weight, whatever
  * their nice. khugepaged runs at nice 19 (weight 1 here, 100 times the
- * vtime per nanosecond): under the stress-ng soak it fell so far behind
- * the clock that, preempted inside an RCU read-side section, it held up
- * RCU for 21 s; the kernel reported a stall and ended the scheduler. A
- * kernel thread is the node's own housekeeping, not a job to rank.
+ * vtime per nanosecond): charged at that weight it falls far behind the
+ * clock, and preempted inside an RCU read-side section it can hold up
+ * RCU until the kernel reports a stall and ends the scheduler. A kernel
+ * thread is the node's own housekeeping, not a job to rank.
  */
 #include "ctx.bpf.h"
 

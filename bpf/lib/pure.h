@@ -204,11 +204,10 @@ static inline bool gang_may_use_llc(const struct linger_gang_table *t, u32 g, u3
  *   pile every young gang into the first LLC;
  * - a gang that fits in no LLC keeps the home it had: a job's launching
  *   thread counts as a member while it spawns the workers, and a home
- *   dropped for that moment left one worker of each of two 4-thread
- *   gangs in the other's LLC for good (77% of their time at home, a CI
- *   run on 6.12); its members fill their home first and spill over. One
- *   that never had a home gets LINGER_NO_HOME and spreads, as before
- *   homes.
+ *   dropped for that moment would scatter the workers that start
+ *   meanwhile over other gangs' LLCs; its members fill their home first
+ *   and spill over. One that never had a home gets LINGER_NO_HOME and
+ *   spreads.
  * Room is each LLC's CPUs (@llc_cpus, @nr_llcs of them), each gang
  * taking gang_takes() of its home's. A gang bound to part of an LLC
  * counts against that LLC only; placement never leaves its cpuset. Gangs
