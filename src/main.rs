@@ -33,7 +33,7 @@ use labels::config::Config;
 use labels::{cgroups, slurm, tag};
 use lifecycle::RunArgs;
 use node::Caps;
-use observe::{log, server, top};
+use observe::{client, log, scx_stats, top};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -77,13 +77,13 @@ enum Command {
         #[arg(long)]
         count: Option<u64>,
         /// The agent's stats socket.
-        #[arg(long, default_value = server::SOCKET)]
+        #[arg(long, default_value = scx_stats::SOCKET)]
         socket: PathBuf,
     },
     /// Full-screen live view of the running agent's stats (q quits).
     Top {
         /// The agent's stats socket.
-        #[arg(long, default_value = server::SOCKET)]
+        #[arg(long, default_value = scx_stats::SOCKET)]
         socket: PathBuf,
     },
     /// Slurm's Prolog or Epilog: record a job's partition, QOS, account
@@ -182,7 +182,7 @@ fn main() -> ExitCode {
             interval,
             count,
             socket,
-        } => server::print(&socket, json, interval, count).map(|_| ExitCode::SUCCESS),
+        } => client::print(&socket, json, interval, count).map(|_| ExitCode::SUCCESS),
         Command::Top { socket } => top::run(&socket).map(|_| ExitCode::SUCCESS),
         Command::Slurm { hook } => {
             match slurm::run_hook(hook, std::path::Path::new(slurm::RECORD_DIR)) {

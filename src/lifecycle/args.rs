@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use crate::bpf::intf;
 use crate::gangs;
 use crate::labels::class;
-use crate::observe::server;
+use crate::observe::scx_stats;
 
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
@@ -120,8 +120,9 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
 
-    /// Where `stats` and `top` reach the agent.
-    #[arg(long, default_value = server::SOCKET)]
+    /// Where the agent serves its stats (scx_stats' protocol): `stats`,
+    /// `top`, `--monitor` and the scx tools read them there.
+    #[arg(long, default_value = scx_stats::SOCKET)]
     pub stats_socket: PathBuf,
 
     /// Let this group read the stats socket (default: root only).

@@ -29,7 +29,8 @@ use crate::labels::agent::{self, PidFile};
 use crate::labels::config::Config;
 use crate::labels::{cgroups, watch};
 use crate::node::Caps;
-use crate::observe::{metrics, scx_stats, server};
+use crate::observe::latest::Latest;
+use crate::observe::{metrics, scx_stats};
 use restart::Ending;
 use session::Event;
 
@@ -133,25 +134,19 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     };
     // The stats socket and the metrics endpoint come up before the
     // scheduler, so a bad address or group changes nothing.
-    let latest: server::Latest = Default::default();
+    let latest: Latest = Default::default();
     latest.on_stale(move || {
         let _ = sample_tx.send(Event::Sample);
     });
-    let _socket = server::serve(
+    let _socket = scx_stats::serve(
+        latest.clone(),
         &args.stats_socket,
         args.stats_group.as_deref(),
-        latest.clone(),
     )?;
     if let Some(addr) = &args.metrics_addr {
         metrics::serve(addr, latest.clone())?;
         info!("metrics at http://{addr}/metrics");
     }
-    // The scx tools' socket is a courtesy: without it (another scx
-    // scheduler's agent holds it, /var/run is read-only) scx_linger runs
-    // on, and says once that scx tools cannot read it.
-    let _scx_stats = scx_stats::serve(latest.clone())
-        .map_err(|e| warn!("scx_stats socket: {e:#}: scx tools cannot read this agent"))
-        .ok();
     if let Some(p) = &cfg.path {
         info!("config {} ({} rules)", p.display(), cfg.rules.len());
     }

@@ -25,8 +25,8 @@ use crate::labels::tree::{Dirty, Tree};
 use crate::labels::watch::Change;
 use crate::observe::counters::Counters;
 use crate::observe::gang_figures;
+use crate::observe::latest::Latest;
 use crate::observe::sampler::{Labelled, Sampler};
-use crate::observe::server::Latest;
 
 /// How a run ended, and the kernel's words for why.
 pub struct Ended {

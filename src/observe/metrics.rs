@@ -20,9 +20,9 @@ use anyhow::{Context, Result};
 use log::warn;
 
 use super::histogram;
+use super::latest::Latest;
 use super::sampler;
 use super::schema::{GangStats, JobStats, Snapshot};
-use super::server::Latest;
 
 /// Label values escaped as the text format requires.
 fn escape(v: &str) -> String {

@@ -1,27 +1,38 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The agent's readings through scx_stats, the sched-ext project's stats
+//! The agent's one stats socket: scx_stats, the sched-ext project's stats
 //! protocol (JSON requests over the Unix socket /var/run/scx/root/stats),
 //! so that the scx tools read scx_linger as they read scx_bpfland or
-//! scx_layered: an scx_stats client, `scx_linger run --monitor SECS`, and
-//! `scx_linger run --help-stats` for what each field means.
+//! scx_layered. It serves two targets from the same reading (latest.rs):
 //!
-//! A view of schema::Snapshot, as metrics.rs is the Prometheus one; the
-//! agent's own stats socket (server.rs) keeps serving the full reading.
-//! Why a view rather than the schema itself: scx_stats' derive takes
-//! numbers, strings, structs, Vecs and maps, not Options, and a figure
-//! that is not known yet must not read as a measured 0. Here it is -1,
-//! and each such field's description says so.
+//! - "top", what scx tools ask for by default: LingerStats, a view of
+//!   schema::Snapshot that `scx_linger run --monitor SECS` prints and
+//!   `scx_linger run --help-stats` describes. Why a view rather than the
+//!   schema itself: scx_stats' derive takes numbers, strings, structs,
+//!   Vecs and maps, not Options, and a figure that is not known yet must
+//!   not read as a measured 0. Here it is -1, and each such field's
+//!   description says so.
+//! - "snapshot", the whole reading as schema::Snapshot, which `stats`,
+//!   `stats --json` and `top` ask for (client.rs).
+//!
+//! Who may read: the socket is root's with mode 0600. `run --stats-group
+//! G` makes it 0660 and group G's, so the operator can let a group watch.
+//! What it serves is scheduling figures and cgroup paths, nothing else,
+//! and it takes no request that changes anything.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+
+use anyhow::{anyhow, bail, Context, Result};
 use scx_stats::prelude::*;
 use scx_stats_derive::Stats;
 use serde::{Deserialize, Serialize};
 
+use super::latest::Latest;
 use super::schema::Snapshot;
-use super::server::Latest;
 
 /// What stands for a figure not known yet (no sample in the interval).
 const UNKNOWN: f64 = -1.0;
@@ -163,8 +174,16 @@ pub fn view(s: &Snapshot) -> LingerStats {
     }
 }
 
-/// What the scx_stats server knows: the structs' metadata and the one
-/// reading it serves ("top", as scx tools ask for by default).
+/// Where scx tools look for a scheduler's stats, and where the agent
+/// serves them by default.
+pub const SOCKET: &str = "/var/run/scx/root/stats";
+/// The target that serves the whole reading, and its argument that asks
+/// for the CPU history too ("1").
+pub const SNAPSHOT_TARGET: &str = "snapshot";
+pub const HISTORY_ARG: &str = "history";
+
+/// What the scx_stats server knows: the structs' metadata and the two
+/// targets it serves from one reading.
 fn server_data(latest: Option<Latest>) -> StatsServerData<(), ()> {
     let data = StatsServerData::new()
         .add_meta(LingerStats::meta())
@@ -174,6 +193,7 @@ fn server_data(latest: Option<Latest>) -> StatsServerData<(), ()> {
     let Some(latest) = latest else {
         return data;
     };
+    let whole = latest.clone();
     data.add_stats(
         "top",
         Box::new(move |_args, _chan| {
@@ -183,12 +203,52 @@ fn server_data(latest: Option<Latest>) -> StatsServerData<(), ()> {
             view(&snap).to_json()
         }),
     )
+    .add_stats(
+        SNAPSHOT_TARGET,
+        Box::new(move |args, _chan| {
+            let mut snap = whole
+                .get()
+                .ok_or_else(|| anyhow!("scx_linger has no reading yet"))?;
+            if args.get(HISTORY_ARG).map(String::as_str) != Some("1") {
+                snap.history.clear();
+            }
+            Ok(serde_json::to_value(&snap)?)
+        }),
+    )
 }
 
-/// Serve the view on scx_stats' default socket until the returned server
-/// is dropped.
-pub fn serve(latest: Latest) -> Result<StatsServer<(), ()>> {
-    StatsServer::new(server_data(Some(latest))).launch()
+fn group_id(name: &str) -> Result<u32> {
+    match nix::unistd::Group::from_name(name) {
+        Ok(Some(g)) => Ok(g.gid.as_raw()),
+        Ok(None) => {
+            bail!("unknown group {name:?} for --stats-group: name an existing group (getent group)")
+        }
+        Err(e) => Err(e).with_context(|| format!("looking up group {name:?} for --stats-group")),
+    }
+}
+
+/// Serve both targets at `path` until the returned server is dropped: root
+/// alone may connect, or `group` too.
+pub fn serve(latest: Latest, path: &Path, group: Option<&str>) -> Result<StatsServer<(), ()>> {
+    let gid = group.map(group_id).transpose()?;
+    if UnixStream::connect(path).is_ok() {
+        bail!(
+            "another scx_linger agent serves stats at {}: stop it first",
+            path.display()
+        );
+    }
+    let server = StatsServer::new(server_data(Some(latest)))
+        .set_path(path)
+        .launch()
+        .with_context(|| format!("cannot serve stats at {}", path.display()))?;
+    let mode = if gid.is_some() { 0o660 } else { 0o600 };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("setting the mode of {}", path.display()))?;
+    if let Some(gid) = gid {
+        std::os::unix::fs::chown(path, None, Some(gid))
+            .with_context(|| format!("giving {} to group {gid}", path.display()))?;
+    }
+    Ok(server)
 }
 
 /// `--help-stats`: what each field means, as scx tools print it.

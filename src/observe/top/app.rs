@@ -9,7 +9,7 @@ use ratatui::crossterm::event::{KeyCode, KeyModifiers};
 
 use crate::labels::class::Class;
 use crate::observe::schema::{JobStats, Node, Snapshot};
-use crate::observe::{sampler, server};
+use crate::observe::{client, sampler};
 
 /// What the jobs table is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +66,7 @@ impl App {
     }
 
     pub(super) fn refresh(&mut self, socket: &Path) {
-        match server::fetch(socket, true) {
+        match client::fetch(socket, true) {
             Ok(s) => {
                 self.snap = Some(s);
                 self.error = None;

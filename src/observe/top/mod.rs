@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `scx_linger top`: a full-screen live view of the running agent's
 //! stats, refreshed once a second from its stats socket (so anyone the
-//! operator lets read the socket can watch; see server.rs). Keys:
+//! operator lets read the socket can watch; see scx_stats.rs). Keys:
 //! q quits, s changes the jobs' sort order, c filters jobs by class,
 //! arrows and page keys scroll the jobs. With no agent running it says
 //! so, shows what the kernel runs instead, and keeps trying.
