@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `scx_linger run --metrics-addr 127.0.0.1:9464`: the stats as a
-//! Prometheus text endpoint (exposition format 0.0.4, which Prometheus
-//! and promtool read), so one dashboard can watch every node.
+//! Prometheus endpoint in the OpenMetrics text format, encoded by the
+//! prometheus-client crate, so one dashboard can watch every node.
 //!
 //! The figures are readings of counters the BPF side keeps, and its run
-//! delay histograms arrive already bucketed (log2 ns), so they are
-//! rendered from the latest reading here rather than mirrored into a
-//! client library's instruments, which would have to re-derive deltas.
+//! delay histograms arrive already bucketed (log2 ns), so each scrape
+//! encodes the latest reading as it is: the families here are
+//! prometheus-client metrics that hold one reading's samples (Series,
+//! Histograms), not instruments the agent updates as events happen,
+//! which would have to re-derive deltas.
 //! Names follow Prometheus conventions: base units (seconds), `_total`
 //! for counters, `_ratio` for fractions. A job's or gang's series are
 //! labelled by its cgroup path only (`cgroup`, `gang`), so that
@@ -14,272 +16,317 @@
 //! class, and the Slurm job id where its path has one, are on an info
 //! metric (`scx_linger_job_info`) to join on.
 
-use std::fmt::Write as _;
+use std::fmt::Error as FmtError;
 
 use anyhow::{Context, Result};
 use log::warn;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
 
 use super::histogram;
 use super::latest::Latest;
 use super::sampler;
 use super::schema::{GangStats, JobStats, Snapshot};
 
-/// Label values escaped as the text format requires.
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
+/// A series' labels, in the order they are written.
+type Labels = Vec<(String, String)>;
+
+fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
 }
 
-/// Builds the exposition text one metric family at a time.
-struct Exposition(String);
+/// One family of gauges or counters as one reading has them: a value per
+/// label set. A counter's samples get `_total` after the family's name.
+#[derive(Debug)]
+struct Series {
+    kind: MetricType,
+    samples: Vec<(Labels, f64)>,
+}
 
-impl Exposition {
-    fn family(&mut self, name: &str, kind: &str, help: &str) {
-        let _ = writeln!(self.0, "# HELP {name} {help}");
-        let _ = writeln!(self.0, "# TYPE {name} {kind}");
-    }
-
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: f64) {
-        let labels: Vec<String> = labels
-            .iter()
-            .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
-            .collect();
-        let labels = if labels.is_empty() {
-            String::new()
-        } else {
-            format!("{{{}}}", labels.join(","))
-        };
-        let _ = writeln!(self.0, "{name}{labels} {value}");
-    }
-
-    /// One metric family with one sample per item.
-    fn each<T>(
-        &mut self,
-        name: &str,
-        kind: &str,
-        help: &str,
-        items: &[T],
-        sample: impl Fn(&T) -> (Vec<(&'static str, String)>, f64),
-    ) {
-        if items.is_empty() {
-            return;
-        }
-        self.family(name, kind, help);
-        for it in items {
-            let (labels, v) = sample(it);
-            let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            self.sample(name, &labels, v);
+impl Series {
+    fn gauge(samples: Vec<(Labels, f64)>) -> Series {
+        Series {
+            kind: MetricType::Gauge,
+            samples,
         }
     }
+
+    fn counter(samples: Vec<(Labels, f64)>) -> Series {
+        Series {
+            kind: MetricType::Counter,
+            samples,
+        }
+    }
+}
+
+impl EncodeMetric for Series {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), FmtError> {
+        for (labels, v) in &self.samples {
+            let mut e = encoder.encode_family(labels)?;
+            if matches!(self.kind, MetricType::Counter) {
+                e.encode_counter::<NoLabelSet, _, f64>(v, None)?;
+            } else {
+                e.encode_gauge(v)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        match self.kind {
+            MetricType::Counter => MetricType::Counter,
+            _ => MetricType::Gauge,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.samples.is_empty()
+    }
+}
+
+/// One family of histograms, already bucketed: per label set, the sum, the
+/// count, and each bucket's own count with its upper edge (the last one
+/// +Inf); the encoder makes them cumulative.
+#[derive(Debug, Default)]
+struct Histograms(Vec<Bucketed>);
+
+/// One histogram of a Histograms family.
+#[derive(Debug, Default)]
+struct Bucketed {
+    labels: Labels,
+    sum: f64,
+    count: u64,
+    buckets: Vec<(f64, u64)>,
+}
+
+impl EncodeMetric for Histograms {
+    fn encode(&self, mut encoder: MetricEncoder) -> Result<(), FmtError> {
+        for h in &self.0 {
+            encoder
+                .encode_family(&h.labels)?
+                .encode_histogram::<NoLabelSet>(h.sum, h.count, &h.buckets, None)?;
+        }
+        Ok(())
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// A run delay histogram as the BPF side buckets it (bpf/intf.h): bucket
+/// b's upper edge, the last bucket also holding every delay above it, so
+/// its edge is +Inf.
+fn delay_buckets(hist: &[u64]) -> (u64, Vec<(f64, u64)>) {
+    let last = hist.len().saturating_sub(1);
+    let buckets: Vec<(f64, u64)> = hist
+        .iter()
+        .enumerate()
+        .map(|(b, n)| {
+            let edge = if b == last {
+                f64::INFINITY
+            } else {
+                histogram::upper_edge(b).as_secs_f64()
+            };
+            (edge, *n)
+        })
+        .collect();
+    (hist.iter().sum(), buckets)
 }
 
 /// The whole exposition for one reading; `restarts`: times the agent
 /// loaded the scheduler again after the kernel ended it.
 pub fn render(s: &Snapshot, restarts: u64) -> String {
-    let mut e = Exposition(String::new());
+    let mut r = Registry::default();
     let n = &s.node;
-    e.family(
+    // Labels that change only when the node does: a series per boot, not
+    // per state change (state is scx_linger_enabled's).
+    r.register(
         "scx_linger_info",
-        "gauge",
-        "The scheduler and the node (value is always 1).",
-    );
-    e.sample(
-        "scx_linger_info",
-        &[
-            ("version", env!("CARGO_PKG_VERSION")),
-            ("kernel", &n.kernel),
-            ("scheduler", &n.scheduler),
-            ("state", &n.state),
-        ],
-        1.0,
-    );
-    e.family(
-        "scx_linger_enabled",
-        "gauge",
-        "1 while scx_linger is the kernel's sched_ext scheduler.",
+        "The scheduler and the node (value is always 1)",
+        Series::gauge(vec![(
+            labels(&[
+                ("version", env!("CARGO_PKG_VERSION")),
+                ("kernel", &n.kernel),
+            ]),
+            1.0,
+        )]),
     );
     let enabled = n.state == "enabled" && n.scheduler.starts_with("scx_linger");
-    e.sample("scx_linger_enabled", &[], f64::from(u8::from(enabled)));
-    e.family(
-        "scx_linger_restarts_total",
-        "counter",
-        "Times the agent loaded the scheduler again after the kernel ended it.",
+    r.register(
+        "scx_linger_enabled",
+        "1 while scx_linger is the kernel's sched_ext scheduler",
+        Series::gauge(vec![(Labels::new(), f64::from(u8::from(enabled)))]),
     );
-    e.sample("scx_linger_restarts_total", &[], restarts as f64);
-    e.family("scx_linger_cpus", "gauge", "CPUs online.");
-    e.sample("scx_linger_cpus", &[], f64::from(n.cpus));
+    r.register(
+        "scx_linger_restarts",
+        "Times the agent loaded the scheduler again after the kernel ended it",
+        Series::counter(vec![(Labels::new(), restarts as f64)]),
+    );
+    r.register(
+        "scx_linger_cpus",
+        "CPUs online",
+        Series::gauge(vec![(Labels::new(), f64::from(n.cpus))]),
+    );
 
     let classes = &s.classes;
-    e.each(
-        "scx_linger_cpu_seconds_total",
-        "counter",
-        "CPU time of each class's tasks.",
-        classes,
-        |c| (vec![("class", c.class.clone())], c.cpu_seconds),
+    let per_class = |f: &dyn Fn(&super::schema::ClassStats) -> f64| -> Vec<(Labels, f64)> {
+        classes
+            .iter()
+            .map(|c| (labels(&[("class", &c.class)]), f(c)))
+            .collect()
+    };
+    r.register(
+        "scx_linger_cpu_seconds",
+        "CPU time of each class's tasks",
+        Series::counter(per_class(&|c| c.cpu_seconds)),
     );
-    e.each(
-        "scx_linger_runs_total",
-        "counter",
-        "Times a task of each class started running.",
-        classes,
-        |c| (vec![("class", c.class.clone())], c.runs as f64),
+    r.register(
+        "scx_linger_runs",
+        "Times a task of each class started running",
+        Series::counter(per_class(&|c| c.runs as f64)),
     );
-    e.each(
+    r.register(
         "scx_linger_cpus_busy",
-        "gauge",
-        "CPUs busy with each class over the last reading interval.",
-        classes,
-        |c| (vec![("class", c.class.clone())], c.cpus_now),
+        "CPUs busy with each class over the last reading interval",
+        Series::gauge(per_class(&|c| c.cpus_now)),
     );
-    e.family(
+    r.register(
         "scx_linger_run_delay_seconds",
-        "histogram",
-        "Time from ready to running, per class.",
+        "Time from ready to running, per class",
+        Histograms(
+            classes
+                .iter()
+                .map(|c| {
+                    let (count, buckets) = delay_buckets(&c.run_delay_hist);
+                    Bucketed {
+                        labels: labels(&[("class", &c.class)]),
+                        sum: c.run_delay_seconds,
+                        count,
+                        buckets,
+                    }
+                })
+                .collect(),
+        ),
     );
-    for c in classes {
-        let mut seen = 0u64;
-        let last = c.run_delay_hist.len().saturating_sub(1);
-        for (b, n) in c.run_delay_hist.iter().enumerate() {
-            seen += n;
-            // The last bucket also holds every delay above it: it has no
-            // finite upper edge, only +Inf.
-            if b == last {
-                continue;
-            }
-            let le = format!("{}", histogram::upper_edge(b).as_secs_f64());
-            e.sample(
-                "scx_linger_run_delay_seconds_bucket",
-                &[("class", &c.class), ("le", &le)],
-                seen as f64,
-            );
-        }
-        e.sample(
-            "scx_linger_run_delay_seconds_bucket",
-            &[("class", &c.class), ("le", "+Inf")],
-            seen as f64,
-        );
-        e.sample(
-            "scx_linger_run_delay_seconds_count",
-            &[("class", &c.class)],
-            seen as f64,
-        );
-        e.sample(
-            "scx_linger_run_delay_seconds_sum",
-            &[("class", &c.class)],
-            c.run_delay_seconds,
-        );
-    }
-
-    e.family(
+    r.register(
         "scx_linger_idle_cpus",
-        "gauge",
-        "CPUs idle over the last reading interval (/proc/stat).",
+        "CPUs idle over the last reading interval (/proc/stat)",
+        Series::gauge(vec![(Labels::new(), s.machine.idle_cpus_now)]),
     );
-    e.sample("scx_linger_idle_cpus", &[], s.machine.idle_cpus_now);
-    if let Some(h) = s.machine.guest_harvest_now {
-        e.family(
-            "scx_linger_guest_harvest_ratio",
-            "gauge",
-            "Guest CPU time over the CPU time primaries left unused, last interval.",
-        );
-        e.sample("scx_linger_guest_harvest_ratio", &[], h);
-    }
-    let events: Vec<(&String, &u64)> = s.events.iter().collect();
-    e.each(
-        "scx_linger_events_total",
-        "counter",
-        "Scheduler events (see enum linger_stat in bpf/intf.h).",
-        &events,
-        |(k, v)| (vec![("event", (*k).clone())], **v as f64),
+    r.register(
+        "scx_linger_guest_harvest_ratio",
+        "Guest CPU time over the CPU time primaries left unused, last interval",
+        Series::gauge(
+            s.machine
+                .guest_harvest_now
+                .map(|h| (Labels::new(), h))
+                .into_iter()
+                .collect(),
+        ),
+    );
+    r.register(
+        "scx_linger_events",
+        "Scheduler events (see enum linger_stat in bpf/intf.h)",
+        Series::counter(
+            s.events
+                .iter()
+                .map(|(k, v)| (labels(&[("event", k)]), *v as f64))
+                .collect(),
+        ),
     );
 
     let jobs = &s.jobs;
-    e.each(
+    r.register(
         "scx_linger_job_info",
-        "gauge",
-        "Each job's class, and its Slurm job id where it is a Slurm job's cgroup (value is always 1).",
-        jobs,
-        |j| {
-            let mut labels = vec![("cgroup", j.path.clone()), ("class", j.class.clone())];
-            if let Some(id) = j.slurm_job_id {
-                labels.push(("slurm_job_id", id.to_string()));
-            }
-            (labels, 1.0)
-        },
+        "Each job's class, and its Slurm job id where it is a Slurm job's cgroup (value is always 1)",
+        Series::gauge(
+            jobs.iter()
+                .map(|j| {
+                    let mut l = labels(&[("cgroup", &j.path), ("class", &j.class)]);
+                    if let Some(id) = j.slurm_job_id {
+                        l.push(("slurm_job_id".into(), id.to_string()));
+                    }
+                    (l, 1.0)
+                })
+                .collect(),
+        ),
     );
     // "cgroup", not "job": Prometheus gives every scraped series its own
     // `job` label (the scrape job) and would rename ours exported_job.
-    let job = |j: &JobStats| vec![("cgroup", j.path.clone())];
-    e.each(
-        "scx_linger_job_cpu_seconds_total",
-        "counter",
-        "CPU time of each job (labelled or top-level cgroup).",
-        jobs,
-        |j| (job(j), j.cpu_seconds),
+    let per_job = |f: &dyn Fn(&JobStats) -> f64| -> Vec<(Labels, f64)> {
+        jobs.iter()
+            .map(|j| (labels(&[("cgroup", &j.path)]), f(j)))
+            .collect()
+    };
+    r.register(
+        "scx_linger_job_cpu_seconds",
+        "CPU time of each job (labelled or top-level cgroup)",
+        Series::counter(per_job(&|j| j.cpu_seconds)),
     );
-    e.each(
+    r.register(
         "scx_linger_job_threads_runnable",
-        "gauge",
-        "Threads of each job that want a CPU now.",
-        jobs,
-        |j| (job(j), j.threads_runnable as f64),
+        "Threads of each job that want a CPU now",
+        Series::gauge(per_job(&|j| j.threads_runnable as f64)),
     );
-    e.each(
+    r.register(
         "scx_linger_job_cpus_max",
-        "gauge",
-        "Most threads of each job that ran at once: its high-water mark of CPUs.",
-        jobs,
-        |j| (job(j), j.cpus_max as f64),
+        "Most threads of each job that ran at once: its high-water mark of CPUs",
+        Series::gauge(per_job(&|j| j.cpus_max as f64)),
     );
 
     let gangs = &s.gangs;
-    e.each(
+    r.register(
         "scx_linger_gang_info",
-        "gauge",
-        "Each gang's class (value is always 1).",
-        gangs,
-        |g| {
-            (
-                vec![("gang", g.path.clone()), ("class", g.class.clone())],
-                1.0,
-            )
-        },
+        "Each gang's class (value is always 1)",
+        Series::gauge(
+            gangs
+                .iter()
+                .map(|g| (labels(&[("gang", &g.path), ("class", &g.class)]), 1.0))
+                .collect(),
+        ),
     );
-    let gang = |g: &GangStats| vec![("gang", g.path.clone())];
-    e.each(
-        "scx_linger_gang_slots_total",
-        "counter",
-        "Time slots each gang was given.",
-        gangs,
-        |g| (gang(g), g.slots as f64),
+    let per_gang = |f: &dyn Fn(&GangStats) -> Option<f64>| -> Vec<(Labels, f64)> {
+        gangs
+            .iter()
+            .filter_map(|g| Some((labels(&[("gang", &g.path)]), f(g)?)))
+            .collect()
+    };
+    r.register(
+        "scx_linger_gang_slots",
+        "Time slots each gang was given",
+        Series::counter(per_gang(&|g| Some(g.slots as f64))),
     );
-    e.each(
-        "scx_linger_gang_partial_starts_total",
-        "counter",
-        "Slots in which fewer members started than were runnable.",
-        gangs,
-        |g| (gang(g), g.partial_starts as f64),
+    r.register(
+        "scx_linger_gang_partial_starts",
+        "Slots in which fewer members started than were runnable",
+        Series::counter(per_gang(&|g| Some(g.partial_starts as f64))),
     );
-    e.each(
-        "scx_linger_gang_backfill_seconds_total",
-        "counter",
-        "CPU time other work ran on CPUs each gang's slots left free.",
-        gangs,
-        |g| (gang(g), g.backfill_seconds),
+    r.register(
+        "scx_linger_gang_backfill_seconds",
+        "CPU time other work ran on CPUs each gang's slots left free",
+        Series::counter(per_gang(&|g| Some(g.backfill_seconds))),
     );
     // No sample for a gang whose skew is unknown yet (fewer than two
     // members started in any slot): 0 would read as perfect.
-    let measured: Vec<&GangStats> = gangs.iter().filter(|g| g.skew_p99_us.is_some()).collect();
-    e.each(
+    r.register(
         "scx_linger_gang_skew_p99_seconds",
-        "gauge",
-        "99th percentile of the spread between a gang's first and last member starting in a slot (log2-histogram bucket edge).",
-        &measured,
-        |g| (gang(g), g.skew_p99_us.unwrap_or_default() / 1e6),
+        "99th percentile of the spread between a gang's first and last member starting in a slot (log2-histogram bucket edge)",
+        Series::gauge(per_gang(&|g| g.skew_p99_us.map(|us| us / 1e6))),
     );
-    let _ = writeln!(e.0, "# EOF");
-    e.0
+    let mut out = String::new();
+    if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &r) {
+        warn!("metrics: encoding the reading failed: {e}");
+    }
+    out
 }
 
 /// Serve the latest reading at http://`addr`/metrics on a thread of its
@@ -303,13 +350,15 @@ pub fn serve(addr: &str, latest: Latest) -> Result<()> {
                     s
                 });
                 let resp = match (req.url(), reading) {
-                    ("/metrics", Some(s)) => {
-                        tiny_http::Response::from_string(render(&s, latest.restarts())).with_header(
-                            "Content-Type: text/plain; version=0.0.4; charset=utf-8"
-                                .parse::<tiny_http::Header>()
-                                .expect("a valid header"),
-                        )
-                    }
+                    ("/metrics", Some(s)) => tiny_http::Response::from_string(render(
+                        &s,
+                        latest.restarts(),
+                    ))
+                    .with_header(
+                        "Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"
+                            .parse::<tiny_http::Header>()
+                            .expect("a valid header"),
+                    ),
                     ("/metrics", None) => {
                         tiny_http::Response::from_string("no reading yet\n").with_status_code(503)
                     }
@@ -357,24 +406,25 @@ mod tests {
         });
         let text = render(&s, 3);
         assert!(text.contains("scx_linger_cpu_seconds_total{class=\"guest\"} 2.5"));
-        assert!(text.contains("scx_linger_enabled 1"));
-        assert!(text.contains("scx_linger_restarts_total 3"));
+        assert!(text.contains("scx_linger_enabled 1.0"));
+        assert!(text.contains("scx_linger_restarts_total 3.0"));
         // Cumulative buckets: 0, 3, then the last (which also holds all
         // above it) only as +Inf = count = 4.
-        assert!(text
-            .contains("scx_linger_run_delay_seconds_bucket{class=\"gang\",le=\"0.000000004\"} 3"));
-        assert!(!text.contains("le=\"0.000000008\""), "{text}");
-        assert!(text.contains("scx_linger_run_delay_seconds_bucket{class=\"gang\",le=\"+Inf\"} 4"));
+        assert!(text.contains("scx_linger_run_delay_seconds_bucket{le=\"4e-9\",class=\"gang\"} 3"));
+        assert!(!text.contains("le=\"8e-9\""), "{text}");
+        assert!(text.contains("scx_linger_run_delay_seconds_bucket{le=\"+Inf\",class=\"gang\"} 4"));
         assert!(text.contains("scx_linger_run_delay_seconds_count{class=\"gang\"} 4"));
+        // The node's info carries nothing that changes while it runs.
+        assert!(!text.contains("state="), "{text}");
         assert!(text.contains("cgroup=\"/odd \\\"job\\\"\\\\x\""));
         // A job's series carry its path only; its class and Slurm job id
         // are on the info metric, so a relabel continues the series.
         assert!(text.contains(
-            "scx_linger_job_cpu_seconds_total{cgroup=\"/system.slice/slurmstepd.scope/job_42\"} 0"
+            "scx_linger_job_cpu_seconds_total{cgroup=\"/system.slice/slurmstepd.scope/job_42\"} 0.0"
         ));
-        assert!(text.contains("scx_linger_job_info{cgroup=\"/system.slice/slurmstepd.scope/job_42\",class=\"guest\",slurm_job_id=\"42\"} 1"));
-        assert!(text.contains("scx_linger_gang_info{gang=\"/mpi\",class=\"gang\"} 1"));
-        assert!(text.contains("scx_linger_gang_slots_total{gang=\"/mpi\"} 0"));
+        assert!(text.contains("scx_linger_job_info{cgroup=\"/system.slice/slurmstepd.scope/job_42\",class=\"guest\",slurm_job_id=\"42\"} 1.0"));
+        assert!(text.contains("scx_linger_gang_info{gang=\"/mpi\",class=\"gang\"} 1.0"));
+        assert!(text.contains("scx_linger_gang_slots_total{gang=\"/mpi\"} 0.0"));
         // An unknown skew is no sample, not 0.
         assert!(
             !text.contains("scx_linger_gang_skew_p99_seconds{"),
