@@ -53,6 +53,8 @@ enum Command {
     Run(RunArgs),
     /// Label a cgroup (path relative to the cgroup2 mount, or absolute).
     Tag {
+        /// The cgroup: a path relative to the cgroup2 mount
+        /// (batch.slice/job42.service) or an absolute one inside it.
         cgroup: String,
         /// primary, guest, gang (a co-scheduled parallel job) or guest-gang.
         class: String,
@@ -64,7 +66,10 @@ enum Command {
         user: bool,
     },
     /// Remove a cgroup's labels (root removes both; a user, the user. one).
-    Untag { cgroup: String },
+    Untag {
+        /// The cgroup, as for `tag`.
+        cgroup: String,
+    },
     /// Print the running agent's stats (classes, jobs, gangs).
     Stats {
         /// One JSON document per reading (schema: src/observe/schema.rs).
@@ -130,6 +135,7 @@ enum Generated {
 fn generate(what: Generated, dir: Option<&std::path::Path>) -> anyhow::Result<()> {
     let mut cmd = Cli::command();
     let mut out = std::io::stdout();
+    use std::io::Write as _;
     let shell = match (what, dir) {
         (Generated::Man, Some(dir)) => {
             std::fs::create_dir_all(dir)?;
@@ -149,8 +155,14 @@ fn generate(what: Generated, dir: Option<&std::path::Path>) -> anyhow::Result<()
         (Generated::Zsh, _) => clap_complete::Shell::Zsh,
         (Generated::Fish, _) => clap_complete::Shell::Fish,
     };
-    clap_complete::generate(shell, &mut cmd, "scx_linger", &mut out);
-    Ok(())
+    // Into a buffer, then out: clap_complete panics on a write error, and
+    // `generate bash | head` closes the pipe early.
+    let mut text = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "scx_linger", &mut text);
+    match out.write_all(&text) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => Ok(r?),
+    }
 }
 
 fn main() -> ExitCode {

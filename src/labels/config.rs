@@ -115,6 +115,15 @@ impl Default for Config {
 }
 
 impl Config {
+    /// How many rules it has, of both kinds, as the log says it.
+    pub fn describe_rules(&self) -> String {
+        format!(
+            "{} path rules, {} Slurm rules",
+            self.rules.len(),
+            self.slurm_rules.len()
+        )
+    }
+
     /// Load `explicit` (which must exist), else DEFAULT_PATH if it exists,
     /// else the defaults.
     pub fn load(explicit: Option<&Path>) -> Result<Config> {

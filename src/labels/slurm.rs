@@ -207,12 +207,17 @@ pub fn read_record(dir: &Path, job_id: u64) -> Option<JobRecord> {
 /// request the SPANK plugin passed on; SLURM_JOB_QOS and SLURM_JOB_ACCOUNT
 /// are absent from older Slurms' Prolog environment (22.05 sets only the
 /// partition), and rules on them then do not match.
-pub fn record_from_env(var: impl Fn(&str) -> Option<String>) -> Result<JobRecord> {
+/// `hook` is the command that asks, for the one line that says where it
+/// belongs when it runs outside Slurm.
+pub fn record_from_env(hook: Hook, var: impl Fn(&str) -> Option<String>) -> Result<JobRecord> {
     let Some(raw) = var("SLURM_JOB_ID") else {
-        bail!("SLURM_JOB_ID is not set: run `scx_linger slurm prolog` as Slurm's Prolog (slurm.conf: Prolog=)");
+        bail!("SLURM_JOB_ID is not set: {}", hook.belongs());
     };
     let job_id = raw.trim().parse().map_err(|_| {
-        anyhow::anyhow!("SLURM_JOB_ID={raw:?} is not a job number: run this as Slurm's Prolog")
+        anyhow::anyhow!(
+            "SLURM_JOB_ID={raw:?} is not a job number: {}",
+            hook.belongs()
+        )
     })?;
     let nonempty = |k: &str| {
         var(k)
@@ -284,6 +289,15 @@ pub enum Hook {
 }
 
 impl Hook {
+    /// Where the command belongs, for a run outside it.
+    fn belongs(self) -> &'static str {
+        match self {
+            Hook::Prolog => "run `scx_linger slurm prolog` as Slurm's Prolog (slurm.conf: Prolog=)",
+            Hook::Epilog => "run `scx_linger slurm epilog` as Slurm's Epilog (slurm.conf: Epilog=)",
+            Hook::Wait => "`scx_linger slurm wait` runs in a job's task, from the SPANK plugin (plugstack.conf)",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Hook::Prolog => "prolog",
@@ -298,7 +312,7 @@ impl Hook {
 /// poked, in case the job's cgroup is there already (a later Slurm, or
 /// PrologFlags without Contain).
 pub fn run_hook(hook: Hook, dir: &Path) -> Result<String> {
-    let rec = record_from_env(|k| std::env::var(k).ok())?;
+    let rec = record_from_env(hook, |k| std::env::var(k).ok())?;
     match hook {
         Hook::Wait => wait_applied(dir, rec.job_id, || {
             super::agent::agent_pid(Path::new(super::agent::PID_FILE)).is_some()
@@ -377,7 +391,7 @@ mod tests {
             ("SLURM_JOB_SLUID", "sEKNKTV3WPV500"),
         ]
         .into();
-        let rec = record_from_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        let rec = record_from_env(Hook::Prolog, |k| env.get(k).map(|v| v.to_string())).unwrap();
         assert_eq!(rec.sluid.as_deref(), Some("sEKNKTV3WPV500"));
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -392,7 +406,7 @@ mod tests {
         assert_eq!(std::fs::read_dir(d).unwrap().count(), 0);
 
         // A value that is no SLUID makes no alias (nor a path outside).
-        let bad = record_from_env(|k| match k {
+        let bad = record_from_env(Hook::Prolog, |k| match k {
             "SLURM_JOB_ID" => Some("7".into()),
             "SLURM_JOB_SLUID" => Some("../../etc/x".into()),
             _ => None,
@@ -410,7 +424,7 @@ mod tests {
             ("SPANK_LINGER", "guest-gang:200"),
         ]
         .into();
-        let rec = record_from_env(|k| env.get(k).map(|v| v.to_string())).unwrap();
+        let rec = record_from_env(Hook::Prolog, |k| env.get(k).map(|v| v.to_string())).unwrap();
         assert_eq!(rec.partition.as_deref(), Some("scavenger"));
         assert_eq!((rec.qos.as_deref(), rec.account.as_deref()), (None, None));
         assert_eq!(rec.request_parts(), Some(("guest-gang", Some("200"))));
@@ -452,9 +466,19 @@ mod tests {
 
     #[test]
     fn outside_a_prolog_the_command_says_where_it_belongs() {
-        let e = record_from_env(|_| None).unwrap_err().to_string();
+        let e = record_from_env(Hook::Prolog, |_| None)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("Prolog="), "{e}");
-        let e = record_from_env(|k| (k == "SLURM_JOB_ID").then(|| "x".into()))
+        let e = record_from_env(Hook::Epilog, |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("slurm epilog") && e.contains("Epilog="), "{e}");
+        let e = record_from_env(Hook::Wait, |_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("SPANK"), "{e}");
+        let e = record_from_env(Hook::Prolog, |k| (k == "SLURM_JOB_ID").then(|| "x".into()))
             .unwrap_err()
             .to_string();
         assert!(e.contains("not a job number"), "{e}");

@@ -148,7 +148,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         info!("metrics at http://{addr}/metrics");
     }
     if let Some(p) = &cfg.path {
-        info!("config {} ({} rules)", p.display(), cfg.rules.len());
+        info!("config {} ({})", p.display(), cfg.describe_rules());
     }
     let _pid_file = PidFile::create(Path::new(agent::PID_FILE));
 

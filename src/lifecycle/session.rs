@@ -55,11 +55,7 @@ pub fn reload_config(cfg: &mut Config, args: &RunArgs) -> bool {
     match Config::load(args.config.as_deref()) {
         Ok(new) => {
             match &new.path {
-                Some(p) => info!(
-                    "config {} reloaded ({} rules)",
-                    p.display(),
-                    new.rules.len()
-                ),
+                Some(p) => info!("config {} reloaded ({})", p.display(), new.describe_rules()),
                 None => info!("config reloaded: no config file, no rules"),
             }
             *cfg = new;

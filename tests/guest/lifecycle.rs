@@ -126,7 +126,7 @@ fn sighup_reloads_the_config_without_unloading_the_scheduler() {
     assert!(
         wait_until(Duration::from_secs(10), || agent
             .output()
-            .contains("reloaded (1 rules)")),
+            .contains("reloaded (1 path rules, 0 Slurm rules)")),
         "no reload logged: {}",
         agent.output()
     );

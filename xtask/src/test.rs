@@ -151,8 +151,31 @@ impl Tally {
     }
 }
 
+/// How long each stage of a run took, printed as it ends and again at
+/// the close, so a slow CI run says where its time went.
+#[derive(Default)]
+struct Stages(Vec<(String, f64)>);
+
+impl Stages {
+    fn done(&mut self, name: &str, since: Instant) -> Instant {
+        let secs = since.elapsed().as_secs_f64();
+        step(&format!("stage {name}: {secs:.0} s"));
+        self.0.push((name.to_string(), secs));
+        Instant::now()
+    }
+
+    fn print(&self) {
+        step("time per stage:");
+        for (name, secs) in &self.0 {
+            eprintln!("    {secs:>7.0} s  {name}");
+        }
+    }
+}
+
 pub fn run(args: &TestArgs) -> Result<i32> {
     let started = Instant::now();
+    let mut stages = Stages::default();
+    let mut t = Instant::now();
     deps::run()?;
     let mut kernels = args.kernels.clone();
     if args.lts && !kernels.iter().any(|k| k == "lts-6.12") {
@@ -161,6 +184,7 @@ pub fn run(args: &TestArgs) -> Result<i32> {
         })?;
         kernels.push("lts-6.12".into());
     }
+    t = stages.done("packages and kernels", t);
 
     let mut tally = Tally::default();
     if !args.guest_only {
@@ -181,11 +205,13 @@ pub fn run(args: &TestArgs) -> Result<i32> {
         cargo(&[
             "clippy", "--test", "guest", "--quiet", "--", "-D", "warnings",
         ])?;
+        t = stages.done("fmt and clippy", t);
         step("host unit tests");
         let host = cargo_scanned(&["test", "--workspace"], &mut tally)?;
         if !host {
             bail!("host unit tests failed");
         }
+        t = stages.done("host unit tests", t);
     }
 
     step("building the guest integration tests");
@@ -194,6 +220,7 @@ pub fn run(args: &TestArgs) -> Result<i32> {
     // The package the guest installs (tests/guest/package.rs), from the
     // debug build the other guest tests run.
     crate::package::build(true)?;
+    t = stages.done("guest test build and package", t);
     let mut failures = Vec::new();
     for k in &kernels {
         for pass in passes(args) {
@@ -243,9 +270,11 @@ pub fn run(args: &TestArgs) -> Result<i32> {
             }
             tally.passed += guest.passed;
             tally.failed += guest.failed;
+            t = stages.done(&format!("guest tests, {what}"), t);
         }
     }
 
+    stages.print();
     step(&format!(
         "all done in {:.1} min",
         started.elapsed().as_secs_f64() / 60.0
