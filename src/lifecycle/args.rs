@@ -120,6 +120,12 @@ pub struct RunArgs {
     #[arg(long, value_name = "ADDR")]
     pub metrics_addr: Option<String>,
 
+    /// Export per-job series for at most N jobs, those with the most CPU
+    /// time (0: none); scx_linger_jobs still counts them all. Bounds what a
+    /// node sends Prometheus whatever runs on it.
+    #[arg(long, value_name = "N", default_value_t = 1000)]
+    pub metrics_max_jobs: usize,
+
     /// Where the agent serves its stats (scx_stats' protocol): `stats`,
     /// `top`, `--monitor` and the scx tools read them there.
     #[arg(long, default_value = scx_stats::SOCKET)]

@@ -144,7 +144,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         args.stats_group.as_deref(),
     )?;
     if let Some(addr) = &args.metrics_addr {
-        metrics::serve(addr, latest.clone())?;
+        metrics::serve(addr, latest.clone(), args.metrics_max_jobs)?;
         info!("metrics at http://{addr}/metrics");
     }
     if let Some(p) = &cfg.path {

@@ -142,9 +142,22 @@ fn delay_buckets(hist: &[u64]) -> (u64, Vec<(f64, u64)>) {
     (hist.iter().sum(), buckets)
 }
 
+/// The jobs whose series are exported: all of them, or the `max_jobs`
+/// with the most CPU time (a total that only grows, so the set changes
+/// slowly), heaviest first.
+fn exported_jobs(jobs: &[JobStats], max_jobs: usize) -> Vec<&JobStats> {
+    let mut v: Vec<&JobStats> = jobs.iter().collect();
+    if v.len() > max_jobs {
+        v.sort_by(|a, b| b.cpu_seconds.total_cmp(&a.cpu_seconds));
+        v.truncate(max_jobs);
+    }
+    v
+}
+
 /// The whole exposition for one reading; `restarts`: times the agent
-/// loaded the scheduler again after the kernel ended it.
-pub fn render(s: &Snapshot, restarts: u64) -> String {
+/// loaded the scheduler again after the kernel ended it; `max_jobs`: see
+/// exported_jobs().
+pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
     let mut r = Registry::default();
     let n = &s.node;
     // Labels that change only when the node does: a series per boot, not
@@ -244,7 +257,12 @@ pub fn render(s: &Snapshot, restarts: u64) -> String {
         ),
     );
 
-    let jobs = &s.jobs;
+    r.register(
+        "scx_linger_jobs",
+        "Jobs (labelled or top-level cgroups) on the node, exported or not",
+        Series::gauge(vec![(Labels::new(), s.jobs.len() as f64)]),
+    );
+    let jobs = exported_jobs(&s.jobs, max_jobs);
     r.register(
         "scx_linger_job_info",
         "Each job's class, and its Slurm job id where it is a Slurm job's cgroup (value is always 1)",
@@ -331,7 +349,7 @@ pub fn render(s: &Snapshot, restarts: u64) -> String {
 
 /// Serve the latest reading at http://`addr`/metrics on a thread of its
 /// own. A bind failure stops the start: the operator asked for it.
-pub fn serve(addr: &str, latest: Latest) -> Result<()> {
+pub fn serve(addr: &str, latest: Latest, max_jobs: usize) -> Result<()> {
     let server = tiny_http::Server::http(addr)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| {
@@ -353,6 +371,7 @@ pub fn serve(addr: &str, latest: Latest) -> Result<()> {
                     ("/metrics", Some(s)) => tiny_http::Response::from_string(render(
                         &s,
                         latest.restarts(),
+                        max_jobs,
                     ))
                     .with_header(
                         "Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -404,7 +423,7 @@ mod tests {
             class: "gang".into(),
             ..Default::default()
         });
-        let text = render(&s, 3);
+        let text = render(&s, 3, 1000);
         assert!(text.contains("scx_linger_cpu_seconds_total{class=\"guest\"} 2.5"));
         assert!(text.contains("scx_linger_enabled 1.0"));
         assert!(text.contains("scx_linger_restarts_total 3.0"));
@@ -438,6 +457,25 @@ mod tests {
         assert!(text.ends_with("# EOF\n"));
     }
 
+    #[test]
+    fn per_job_series_are_capped_to_the_heaviest_jobs() {
+        let mut s = Snapshot::default();
+        for (i, cpu) in [3.0, 1.0, 2.0].into_iter().enumerate() {
+            s.jobs.push(JobStats {
+                path: format!("/j{i}"),
+                cpu_seconds: cpu,
+                ..Default::default()
+            });
+        }
+        let text = render(&s, 0, 2);
+        assert!(text.contains("scx_linger_jobs 3.0"), "{text}");
+        assert!(text.contains("cgroup=\"/j0\"") && text.contains("cgroup=\"/j2\""));
+        assert!(!text.contains("cgroup=\"/j1\""), "{text}");
+        let none = render(&s, 0, 0);
+        assert!(!none.contains("scx_linger_job_info{"), "{none}");
+        assert!(none.contains("scx_linger_jobs 3.0"));
+    }
+
     /// Every scx_linger metric the shipped dashboard and alert rules
     /// (deploy/) query is one render() emits: renaming a metric here
     /// fails until they follow.
@@ -456,7 +494,7 @@ mod tests {
             skew_p99_us: Some(100.0),
             ..Default::default()
         });
-        let text = render(&s, 0);
+        let text = render(&s, 0, 1000);
         let exported: std::collections::HashSet<&str> = text
             .lines()
             .filter(|l| !l.starts_with('#'))
