@@ -160,3 +160,30 @@ fn the_unit_takes_its_flags_from_a_file_and_keeps_job_records_across_restarts() 
     .unwrap();
     assert!(env.lines().any(|l| l.starts_with("SCX_LINGER_FLAGS=")));
 }
+
+/// The SPANK plugin builds, as a site builds it, with the shipped Makefile
+/// against this machine's Slurm headers (libslurm-dev), and says which
+/// Slurm release it is for: the one release that will load it.
+#[test]
+fn the_spank_plugin_builds_against_the_installed_slurm_with_the_shipped_makefile() {
+    let dir = std::env::temp_dir().join(format!("scx-linger-spank-{}", std::process::id()));
+    let slurm = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/slurm");
+    let out = Command::new("make")
+        .args(["-s", "-C", slurm])
+        .arg(format!("OUT={}", dir.display()))
+        .args(["all", "version"])
+        .output()
+        .expect("running make (cargo xtask deps installs it)");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "make: {text}");
+    assert!(dir.join("linger_spank.so").exists(), "{text}");
+    assert!(text.contains("builds for Slurm "), "{text}");
+    // The shipped plugstack.conf names where `make install` puts it.
+    let stack = std::fs::read_to_string(format!("{slurm}/plugstack.conf")).unwrap();
+    assert!(stack.contains("/usr/local/lib/scx_linger/linger_spank.so"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

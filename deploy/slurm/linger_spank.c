@@ -18,8 +18,10 @@
  * its inotify event, which would otherwise race the task's first
  * instructions. The waiting rule is the agent's; only its path is here.
  *
- * plugstack.conf:  optional /usr/lib/scx_linger/linger_spank.so [agent=PATH]
+ * plugstack.conf:  optional /usr/local/lib/scx_linger/linger_spank.so [agent=PATH]
  * (PATH: the scx_linger binary, /usr/sbin/scx_linger by default).
+ * Built against the site's own Slurm by the Makefile beside this file:
+ * Slurm loads a plugin only into the release it was built for.
  */
 #include <fcntl.h>
 #include <spawn.h>

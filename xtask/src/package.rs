@@ -17,7 +17,8 @@
 //! | deploy/debian/copyright | /usr/share/doc/scx-linger/copyright |
 //! | `generate man` | /usr/share/man/man1/scx_linger*.1.gz |
 //! | `generate bash/zsh/fish` | the shells' vendor completion folders |
-//! | deploy/slurm/{prolog,epilog}, the SPANK plugin | /usr/lib/scx_linger/ |
+//! | deploy/slurm/{prolog,epilog} | /usr/lib/scx_linger/ |
+//! | deploy/slurm/{Makefile,linger_spank.c} | /usr/share/scx-linger/spank/: the SPANK plugin, built by the site against its Slurm |
 //! | examples/, deploy/{slurm/plugstack.conf,grafana,prometheus} | /usr/share/doc/scx-linger/ |
 
 use std::path::{Path, PathBuf};
@@ -83,7 +84,7 @@ pub fn build(debug: bool) -> Result<PathBuf> {
     }
     run_ok(&mut cargo, "cargo build")?;
     let bin = root.join("target").join(profile).join("scx_linger");
-    let spank = crate::spank::build()?;
+    crate::spank::build()?;
     let version = version()?;
 
     let stage = root.join("target/package/stage");
@@ -112,7 +113,17 @@ pub fn build(debug: bool) -> Result<PathBuf> {
             0o755,
         )?;
     }
-    copy(&spank, &s("/usr/lib/scx_linger/linger_spank.so"), 0o644)?;
+    // The SPANK plugin as source and the Makefile that builds it against
+    // the site's own Slurm: a built one loads only into the Slurm release
+    // it was built for. That it builds here (against this machine's
+    // libslurm-dev) is checked by the build above.
+    for f in ["Makefile", "linger_spank.c"] {
+        copy(
+            &root.join("deploy/slurm").join(f),
+            &s(&format!("/usr/share/scx-linger/spank/{f}")),
+            0o644,
+        )?;
+    }
     let doc = "/usr/share/doc/scx-linger";
     for (from, to) in [
         ("examples/slurm.toml", "examples/slurm.toml"),
@@ -164,7 +175,7 @@ pub fn build(debug: bool) -> Result<PathBuf> {
         s("DEBIAN/control"),
         format!(
             "Package: scx-linger\nVersion: {version}\nArchitecture: amd64\nMaintainer: scx_linger developers <scx-linger@localhost>\n\
-             Installed-Size: {size_kib}\nDepends: libc6 (>= 2.34), libelf1, zlib1g, libzstd1\nSuggests: slurmd, prometheus\n\
+             Installed-Size: {size_kib}\nDepends: libc6 (>= 2.34), libelf1, zlib1g, libzstd1\nSuggests: slurmd, prometheus, libslurm-dev, make, gcc\n\
              Section: admin\nPriority: optional\n\
              Description: sched_ext scheduler for shared compute nodes\n \
              Guest jobs take only idle CPU cycles; gangs of a parallel job's threads\n \

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
-//! The Slurm SPANK plugin (deploy/slurm/linger_spank.c), built against
-//! libslurm-dev's spank.h into target/slurm/, where the guest's Slurm
-//! tests load it (and a package would ship it from).
+//! The Slurm SPANK plugin (deploy/slurm/linger_spank.c), built with the
+//! Makefile a site builds it with (deploy/slurm/Makefile, shipped in the
+//! package), against this machine's libslurm-dev, into target/slurm/,
+//! where the guest's Slurm tests load it.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,29 +24,25 @@ fn compiler() -> String {
 pub fn build() -> Result<PathBuf> {
     let root = project_root();
     let src = root.join("deploy/slurm/linger_spank.c");
+    let makefile = root.join("deploy/slurm/Makefile");
     let out = root.join("target/slurm/linger_spank.so");
     let newer = |a: &PathBuf, b: &PathBuf| -> bool {
         let m = |p: &PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
         matches!((m(a), m(b)), (Some(x), Some(y)) if x <= y)
     };
-    if newer(&src, &out) {
+    if newer(&src, &out) && newer(&makefile, &out) {
         return Ok(out);
     }
-    if !std::path::Path::new("/usr/include/slurm/spank.h").exists() {
-        bail!("/usr/include/slurm/spank.h is missing: install libslurm-dev (`cargo xtask deps`)");
-    }
-    std::fs::create_dir_all(out.parent().unwrap())?;
     let cc = compiler();
-    let status = Command::new(&cc)
-        .args([
-            "-Wall", "-Wextra", "-Werror", "-O2", "-shared", "-fPIC", "-o",
-        ])
-        .arg(&out)
-        .arg(&src)
+    let status = Command::new("make")
+        .args(["-s", "-C"])
+        .arg(root.join("deploy/slurm"))
+        .arg(format!("OUT={}", out.parent().unwrap().display()))
+        .arg(format!("CC={cc}"))
         .status()
-        .with_context(|| format!("running {cc} (set CC to a C compiler)"))?;
+        .context("running make (cargo xtask deps installs it)")?;
     if !status.success() {
-        bail!("building the SPANK plugin with {cc} failed ({status})");
+        bail!("building the SPANK plugin with deploy/slurm/Makefile ({cc}) failed ({status})");
     }
     Ok(out)
 }

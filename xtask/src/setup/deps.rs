@@ -39,6 +39,7 @@ pub const HOST_PACKAGES: &[&str] = &[
     "slurmd",          // guest (22.05), for the Slurm tests: the
     "slurm-client",    // daemons run only there, started by the tests
     "libslurm-dev",    // spank.h, for the SPANK plugin
+    "make",            // builds the SPANK plugin (deploy/slurm/Makefile)
 ];
 
 /// virtme-ng boots a kernel with the host's root filesystem shared over 9p.
