@@ -12,9 +12,8 @@ use super::apt::{installed, PrivateApt};
 use crate::paths::cache_dir;
 use crate::progress::step;
 
-/// Debian packages for the BPF build, the guest and the guest tests.
-/// qemu-system-x86 comes from bookworm-backports (10.0; bookworm's 7.2
-/// is older than the QEMU the harness was verified with).
+/// Debian packages for the BPF build, the guest and the guest tests,
+/// from bookworm, but for FROM_BACKPORTS.
 pub const HOST_PACKAGES: &[&str] = &[
     "clang-19",        // BPF compiler (scx_cargo needs clang >= 18)
     "llvm-19",         // llvm-strip for the BPF object
@@ -41,6 +40,13 @@ pub const HOST_PACKAGES: &[&str] = &[
     "libslurm-dev",    // spank.h, for the SPANK plugin
     "make",            // builds the SPANK plugin (deploy/slurm/Makefile)
 ];
+
+/// The packages taken from bookworm-backports, and only these: QEMU 10
+/// (bookworm's 7.2 is older than the QEMU the harness is verified with).
+/// Taking everything from there (`-t bookworm-backports`) would also
+/// upgrade the libraries other packages share with the rest of bookworm
+/// (libhwloc15 past what bookworm's OpenMPI accepts).
+pub const FROM_BACKPORTS: &[&str] = &["qemu-system-x86"];
 
 /// virtme-ng boots a kernel with the host's root filesystem shared over 9p.
 pub const VIRTME_NG: &str = "virtme-ng==1.42";
@@ -90,7 +96,16 @@ pub fn install_packages(pkgs: &[&str]) -> Result<()> {
     ));
     let apt = host_apt()?;
     apt.update(Duration::from_secs(6 * 3600))?;
-    apt.install(&missing, Some("bookworm-backports"))
+    let (backports, bookworm): (Vec<String>, Vec<String>) = missing
+        .into_iter()
+        .partition(|p| FROM_BACKPORTS.contains(&p.as_str()));
+    if !bookworm.is_empty() {
+        apt.install(&bookworm, None)?;
+    }
+    if !backports.is_empty() {
+        apt.install(&backports, Some("bookworm-backports"))?;
+    }
+    Ok(())
 }
 
 /// Find virtme-ng's `vng`: on PATH, or in Python's scripts directory (pip
