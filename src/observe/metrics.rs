@@ -39,38 +39,59 @@ fn labels(pairs: &[(&str, &str)]) -> Labels {
         .collect()
 }
 
+/// A sample's value: a count (written as an integer) or a measure.
+#[derive(Debug, Clone, Copy)]
+enum Value {
+    Count(u64),
+    Measure(f64),
+}
+
+impl From<u64> for Value {
+    fn from(v: u64) -> Value {
+        Value::Count(v)
+    }
+}
+
+impl From<f64> for Value {
+    fn from(v: f64) -> Value {
+        Value::Measure(v)
+    }
+}
+
 /// One family of gauges or counters as one reading has them: a value per
 /// label set. A counter's samples get `_total` after the family's name.
 #[derive(Debug)]
 struct Series {
     kind: MetricType,
-    samples: Vec<(Labels, f64)>,
+    samples: Vec<(Labels, Value)>,
 }
 
 impl Series {
-    fn gauge(samples: Vec<(Labels, f64)>) -> Series {
+    fn gauge<V: Into<Value>>(samples: Vec<(Labels, V)>) -> Series {
         Series {
             kind: MetricType::Gauge,
-            samples,
+            samples: samples.into_iter().map(|(l, v)| (l, v.into())).collect(),
         }
     }
 
-    fn counter(samples: Vec<(Labels, f64)>) -> Series {
+    fn counter<V: Into<Value>>(samples: Vec<(Labels, V)>) -> Series {
         Series {
             kind: MetricType::Counter,
-            samples,
+            samples: samples.into_iter().map(|(l, v)| (l, v.into())).collect(),
         }
     }
 }
 
 impl EncodeMetric for Series {
     fn encode(&self, mut encoder: MetricEncoder) -> Result<(), FmtError> {
+        let counter = matches!(self.kind, MetricType::Counter);
         for (labels, v) in &self.samples {
             let mut e = encoder.encode_family(labels)?;
-            if matches!(self.kind, MetricType::Counter) {
-                e.encode_counter::<NoLabelSet, _, f64>(v, None)?;
-            } else {
-                e.encode_gauge(v)?;
+            match (counter, v) {
+                (true, Value::Count(n)) => e.encode_counter::<NoLabelSet, _, f64>(n, None)?,
+                (true, Value::Measure(x)) => e.encode_counter::<NoLabelSet, _, f64>(x, None)?,
+                (false, Value::Count(n)) => e.encode_gauge(n)?,
+                (false, Value::Measure(x)) => e.encode_gauge(x)?,
             }
         }
         Ok(())
@@ -170,28 +191,34 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
                 ("version", env!("CARGO_PKG_VERSION")),
                 ("kernel", &n.kernel),
             ]),
-            1.0,
+            1u64,
         )]),
     );
     let enabled = n.state == "enabled" && n.scheduler.starts_with("scx_linger");
     r.register(
         "scx_linger_enabled",
         "1 while scx_linger is the kernel's sched_ext scheduler",
-        Series::gauge(vec![(Labels::new(), f64::from(u8::from(enabled)))]),
+        Series::gauge(vec![(Labels::new(), u64::from(enabled))]),
     );
     r.register(
         "scx_linger_restarts",
         "Times the agent loaded the scheduler again after the kernel ended it",
-        Series::counter(vec![(Labels::new(), restarts as f64)]),
+        Series::counter(vec![(Labels::new(), restarts)]),
     );
     r.register(
         "scx_linger_cpus",
         "CPUs online",
-        Series::gauge(vec![(Labels::new(), f64::from(n.cpus))]),
+        Series::gauge(vec![(Labels::new(), u64::from(n.cpus))]),
     );
 
     let classes = &s.classes;
     let per_class = |f: &dyn Fn(&super::schema::ClassStats) -> f64| -> Vec<(Labels, f64)> {
+        classes
+            .iter()
+            .map(|c| (labels(&[("class", &c.class)]), f(c)))
+            .collect()
+    };
+    let per_class_n = |f: &dyn Fn(&super::schema::ClassStats) -> u64| -> Vec<(Labels, u64)> {
         classes
             .iter()
             .map(|c| (labels(&[("class", &c.class)]), f(c)))
@@ -205,7 +232,7 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
     r.register(
         "scx_linger_runs",
         "Times a task of each class started running",
-        Series::counter(per_class(&|c| c.runs as f64)),
+        Series::counter(per_class_n(&|c| c.runs)),
     );
     r.register(
         "scx_linger_cpus_busy",
@@ -252,7 +279,7 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
         Series::counter(
             s.events
                 .iter()
-                .map(|(k, v)| (labels(&[("event", k)]), *v as f64))
+                .map(|(k, v)| (labels(&[("event", k)]), *v))
                 .collect(),
         ),
     );
@@ -260,7 +287,7 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
     r.register(
         "scx_linger_jobs",
         "Jobs (labelled or top-level cgroups) on the node, exported or not",
-        Series::gauge(vec![(Labels::new(), s.jobs.len() as f64)]),
+        Series::gauge(vec![(Labels::new(), s.jobs.len() as u64)]),
     );
     let jobs = exported_jobs(&s.jobs, max_jobs);
     r.register(
@@ -273,7 +300,7 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
                     if let Some(id) = j.slurm_job_id {
                         l.push(("slurm_job_id".into(), id.to_string()));
                     }
-                    (l, 1.0)
+                    (l, 1u64)
                 })
                 .collect(),
         ),
@@ -281,6 +308,11 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
     // "cgroup", not "job": Prometheus gives every scraped series its own
     // `job` label (the scrape job) and would rename ours exported_job.
     let per_job = |f: &dyn Fn(&JobStats) -> f64| -> Vec<(Labels, f64)> {
+        jobs.iter()
+            .map(|j| (labels(&[("cgroup", &j.path)]), f(j)))
+            .collect()
+    };
+    let per_job_n = |f: &dyn Fn(&JobStats) -> u64| -> Vec<(Labels, u64)> {
         jobs.iter()
             .map(|j| (labels(&[("cgroup", &j.path)]), f(j)))
             .collect()
@@ -293,12 +325,12 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
     r.register(
         "scx_linger_job_threads_runnable",
         "Threads of each job that want a CPU now",
-        Series::gauge(per_job(&|j| j.threads_runnable as f64)),
+        Series::gauge(per_job_n(&|j| j.threads_runnable)),
     );
     r.register(
         "scx_linger_job_cpus_max",
         "Most threads of each job that ran at once: its high-water mark of CPUs",
-        Series::gauge(per_job(&|j| j.cpus_max as f64)),
+        Series::gauge(per_job_n(&|j| j.cpus_max)),
     );
 
     let gangs = &s.gangs;
@@ -308,7 +340,7 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
         Series::gauge(
             gangs
                 .iter()
-                .map(|g| (labels(&[("gang", &g.path), ("class", &g.class)]), 1.0))
+                .map(|g| (labels(&[("gang", &g.path), ("class", &g.class)]), 1u64))
                 .collect(),
         ),
     );
@@ -318,15 +350,21 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
             .filter_map(|g| Some((labels(&[("gang", &g.path)]), f(g)?)))
             .collect()
     };
+    let per_gang_n = |f: &dyn Fn(&GangStats) -> u64| -> Vec<(Labels, u64)> {
+        gangs
+            .iter()
+            .map(|g| (labels(&[("gang", &g.path)]), f(g)))
+            .collect()
+    };
     r.register(
         "scx_linger_gang_slots",
         "Time slots each gang was given",
-        Series::counter(per_gang(&|g| Some(g.slots as f64))),
+        Series::counter(per_gang_n(&|g| g.slots)),
     );
     r.register(
         "scx_linger_gang_partial_starts",
         "Slots in which fewer members started than were runnable",
-        Series::counter(per_gang(&|g| Some(g.partial_starts as f64))),
+        Series::counter(per_gang_n(&|g| g.partial_starts)),
     );
     r.register(
         "scx_linger_gang_backfill_seconds",
@@ -425,8 +463,8 @@ mod tests {
         });
         let text = render(&s, 3, 1000);
         assert!(text.contains("scx_linger_cpu_seconds_total{class=\"guest\"} 2.5"));
-        assert!(text.contains("scx_linger_enabled 1.0"));
-        assert!(text.contains("scx_linger_restarts_total 3.0"));
+        assert!(text.contains("scx_linger_enabled 1"));
+        assert!(text.contains("scx_linger_restarts_total 3"));
         // Cumulative buckets: 0, 3, then the last (which also holds all
         // above it) only as +Inf = count = 4.
         assert!(text.contains("scx_linger_run_delay_seconds_bucket{le=\"4e-9\",class=\"gang\"} 3"));
@@ -441,9 +479,9 @@ mod tests {
         assert!(text.contains(
             "scx_linger_job_cpu_seconds_total{cgroup=\"/system.slice/slurmstepd.scope/job_42\"} 0.0"
         ));
-        assert!(text.contains("scx_linger_job_info{cgroup=\"/system.slice/slurmstepd.scope/job_42\",class=\"guest\",slurm_job_id=\"42\"} 1.0"));
-        assert!(text.contains("scx_linger_gang_info{gang=\"/mpi\",class=\"gang\"} 1.0"));
-        assert!(text.contains("scx_linger_gang_slots_total{gang=\"/mpi\"} 0.0"));
+        assert!(text.contains("scx_linger_job_info{cgroup=\"/system.slice/slurmstepd.scope/job_42\",class=\"guest\",slurm_job_id=\"42\"} 1"));
+        assert!(text.contains("scx_linger_gang_info{gang=\"/mpi\",class=\"gang\"} 1"));
+        assert!(text.contains("scx_linger_gang_slots_total{gang=\"/mpi\"} 0"));
         // An unknown skew is no sample, not 0.
         assert!(
             !text.contains("scx_linger_gang_skew_p99_seconds{"),
@@ -468,12 +506,12 @@ mod tests {
             });
         }
         let text = render(&s, 0, 2);
-        assert!(text.contains("scx_linger_jobs 3.0"), "{text}");
+        assert!(text.contains("scx_linger_jobs 3"), "{text}");
         assert!(text.contains("cgroup=\"/j0\"") && text.contains("cgroup=\"/j2\""));
         assert!(!text.contains("cgroup=\"/j1\""), "{text}");
         let none = render(&s, 0, 0);
         assert!(!none.contains("scx_linger_job_info{"), "{none}");
-        assert!(none.contains("scx_linger_jobs 3.0"));
+        assert!(none.contains("scx_linger_jobs 3"));
     }
 
     /// Every scx_linger metric the shipped dashboard and alert rules
