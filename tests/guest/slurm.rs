@@ -688,3 +688,65 @@ fn srun_gang_jobs_beside_their_helpers_starve_no_task() {
     drop(c);
     drop(agent);
 }
+
+/// A restart of the agent under a running job (what `systemctl restart`,
+/// systemd's own restarts and a package upgrade do; the unit keeps the
+/// runtime directory the records live in) keeps the job in its class: by
+/// the stats, and by the kernel, which gives it only the idle CPUs.
+#[test]
+fn a_restarted_agent_keeps_a_running_jobs_class() {
+    require_guest();
+    let cfg = results_dir().join("slurm-restart.toml");
+    fs::write(
+        &cfg,
+        "[[slurm_rule]]\npartition = \"guest\"\nclass = \"guest\"\n",
+    )
+    .unwrap();
+    let args = ["--config", cfg.to_str().unwrap()];
+    let agent = Agent::start(&args);
+    let c = Cluster::start();
+    let n = nr_cpus();
+    let guest = c.spin_job(&["-p", "guest"], n, 60);
+    let classed = wait_until(Duration::from_secs(60), || {
+        stats_job(guest).is_some_and(|j| j["class"] == "guest")
+    });
+    assert!(classed, "job {guest} never ran as a guest: {}", c.logs());
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+    assert!(
+        Path::new(RECORDS).join(format!("{guest}.toml")).exists(),
+        "the job's record went with the agent"
+    );
+    let agent = Agent::start(&args);
+    let again = wait_until(Duration::from_secs(20), || {
+        stats_job(guest).is_some_and(|j| {
+            j["class"] == "guest"
+                && j["source"]
+                    .as_str()
+                    .is_some_and(|s| s.contains("partition=guest"))
+        })
+    });
+    assert!(
+        again,
+        "after the restart job {guest} is {:?}",
+        stats_job(guest)
+    );
+    // What the kernel gives it now: beside a primary per CPU, only the
+    // starvation guard's trickle.
+    let _primaries = Hogs::spin(n);
+    std::thread::sleep(Duration::from_secs(1));
+    let s = shares(&c, &[guest], Duration::from_secs(3));
+    figure(&format!(
+        "slurm: a guest job after an agent restart, beside a primary per CPU: {:.1}% of the node",
+        s[0] * 100.0
+    ));
+    assert!(
+        s[0] < 0.10,
+        "the guest job got {:.2} after the restart",
+        s[0]
+    );
+    let _ = c.cmd("scancel").arg(guest.to_string()).status();
+    wait_gone(&c, &[guest]);
+    drop(c);
+    drop(agent);
+}
