@@ -153,15 +153,64 @@ pub fn results_dir() -> std::path::PathBuf {
     project_root().join("bench/results")
 }
 
+/// The commit the measured code is, for a report's header: its short
+/// hash, and whether the tree had changes beside it (bench/results aside).
+fn code_version() -> String {
+    let git = |args: &[&str]| -> Option<String> {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(project_root())
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    };
+    let Some(hash) = git(&["rev-parse", "--short=12", "HEAD"]) else {
+        return "commit unknown (not a git checkout)".into();
+    };
+    let dirty = git(&["status", "--porcelain", "--", ".", ":!bench/results"])
+        .is_some_and(|s| !s.is_empty());
+    if dirty {
+        format!("commit {hash} with uncommitted changes")
+    } else {
+        format!("commit {hash}")
+    }
+}
+
+/// A report's table with, under its title, the code it measured: the
+/// kernel and CPU shape are in the script's own header line below.
+pub fn with_provenance(table: &str, version: &str) -> String {
+    match table.split_once('\n') {
+        Some((title, rest)) => format!("{title}\n\nMeasured on scx_linger {version}.\n{rest}"),
+        None => format!("{table}\n\nMeasured on scx_linger {version}.\n"),
+    }
+}
+
 /// Write a report (`name`.md) and the raw output it came from (`name`.raw)
 /// to bench/results, and show the report.
 pub fn save_report(name: &str, table: &str, raw: &str) -> Result<()> {
     let results = results_dir();
     std::fs::create_dir_all(&results)?;
     let path = results.join(format!("{name}.md"));
-    std::fs::write(&path, table)?;
+    let table = with_provenance(table, &code_version());
+    std::fs::write(&path, &table)?;
     std::fs::write(results.join(format!("{name}.raw")), raw)?;
     println!("{table}");
     step(&format!("wrote {}", path.display()));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_report_names_the_code_it_measured_under_its_title() {
+        let t = with_provenance("## QoS\n\nkernel=7.3 cpus=1\n", "commit 0123456789ab");
+        assert_eq!(
+            t,
+            "## QoS\n\nMeasured on scx_linger commit 0123456789ab.\n\nkernel=7.3 cpus=1\n"
+        );
+    }
 }
