@@ -259,8 +259,8 @@ struct PairRun {
 /// Wall time is the makespan on this test's clock, from launching the
 /// jobs to the end of the last: a job's own clock starts only in its
 /// main(), and a gang left out of a crowded slot may not get to exec
-/// before its slot comes (its own figure then flatters it: measured 0.66x
-/// "ideal" with more CPU time than two CPUs could give).
+/// before its slot comes (its own figure would then flatter it, below
+/// the ideal with more CPU time than two CPUs could give).
 fn run_pair(start: impl Fn(usize) -> Child) -> PairRun {
     // Tracing starts before the launch: this test's thread is ordinary
     // work, which waits for the open phase at each wake-up while gangs
@@ -294,7 +294,7 @@ fn barrier_gangs_run_their_threads_together() {
 
     // The job alone, then two at once, under the kernel's own scheduler.
     // Alone twice, keeping the faster: the first run after boot pays for
-    // loading the binary and warming the emulator (measured 1.5 s vs 0.9 s).
+    // loading the binary and warming the emulator.
     let (alone_wall, alone_cpu) = [0, 1]
         .map(|_| {
             let launched = Instant::now();
@@ -336,9 +336,9 @@ fn barrier_gangs_run_their_threads_together() {
 
     // What the scheduler controls, and what this test judges: whether a
     // gang's threads run at the same time. Threads left to the default
-    // scheduler come out at 0-35% here; threads co-scheduled in slots
-    // measured 78-100% (the start, before the agent has seen a job's
-    // threads and slotted it, counts against it).
+    // scheduler overlap only by chance; threads co-scheduled in slots
+    // overlap nearly all the time (the start, before the agent has seen a
+    // job's threads and slotted it, counts against it).
     //
     // Wall time against the ideal is reported, and held to its target in
     // bench/ (median of repeats), but not judged here: under
@@ -440,8 +440,9 @@ fn ordinary_primaries_keep_waking_up_beside_a_gang() {
     // A one-thread gang holds a CPU for its whole slot, two CPU-bound
     // primaries share the rest, and a primary wakes every 20 ms to do 1 ms
     // of work. Were the gang to drive the primary vtime clock, every
-    // waking primary would be queued behind the hogs for good (found by
-    // the fault tests: the kernel's watchdog work starved 30 s).
+    // waking primary would be queued behind the hogs for good, the
+    // kernel's own workers among them, until the watchdog ends the
+    // scheduler.
     let _member = g.spin(1);
     let _hogs = Hogs::spin(2);
     std::thread::sleep(Duration::from_secs(2));
@@ -518,10 +519,11 @@ fn ordinary_work_gets_relief_while_gangs_fill_every_cpu() {
         off_together[0] * 100.0,
         off_together[1] * 100.0
     ));
-    // Measured with the default 40 ms relief_wait: 45 ms with relief,
-    // 178 ms without; members together 94% with, 96-100% without (a
-    // displaced member's partner spins through the turn). With 20 ms:
-    // 19-26 ms, but members together fell to 82-94%.
+    // With the default 40 ms relief wait ordinary work waits about one
+    // relief wait per wake-up, against most of a cycle without relief;
+    // a relief turn displaces a member, whose partner spins through it,
+    // so members stay together a little less of the time. A shorter
+    // relief wait halves the wait and breaks the gangs up more.
     assert!(
         on_ms < 80.0 && on_ms < off_ms / 2.0,
         "ordinary work waited {on_ms:.1} ms per wake-up with relief ({off_ms:.1} ms without)"

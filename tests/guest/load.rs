@@ -94,11 +94,9 @@ fn stress_ng_as_primaries_and_guests_beside_a_gang_soaks_without_ejection() {
     // waits the way parallel jobs do: one member sleeps 20 ms after every
     // 100 rounds (~15 ms of work) while its partner spins at the barrier.
     // A gang that computes without pause holds both CPUs in every slot:
-    // the primaries' stress-ng then ended at 84 s thanks to gang relief
-    // (measured at a 20 ms relief wait; without relief, not within 6
-    // minutes), but the guests', which only get
-    // idle cycles and there are none, crawls on the guard's trickle to
-    // 411 s: right, and too long for CI.
+    // the primaries' stress-ng then ends only thanks to gang relief, but
+    // the guests', which only get idle cycles and there are none, crawls
+    // on the guard's trickle for minutes: right, and too long for CI.
     let mut barrier = spawn_in(
         &gang,
         &format!(

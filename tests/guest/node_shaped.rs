@@ -164,7 +164,7 @@ fn smt_avoid_keeps_guests_off_busy_cores_siblings_and_share_does_not() {
     // and the time a kicked guest takes to leave. On hardware that is an
     // IPI's few microseconds; in single-threaded TCG a vCPU sees the kick
     // only at its next turn of the host thread (100 ms turns), so the
-    // trace shows up to a few hundred ms (measured 0.2-8% of the window).
+    // trace can show up to a few hundred ms of it.
     assert!(
         avoid_beside < 0.2 && avoid_beside < share_beside / 4.0,
         "under avoid, guests ran beside primaries {:.1}% of the time (share: {:.1}%)",
@@ -449,12 +449,11 @@ fn gangs_that_fit_in_an_llc_each_run_in_one() {
     assert_eq!(state(), "enabled", "ejected: {:?}", ejections(&dmesg()));
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
-    // Without homes each gang kept one of its 4 members in the other's
-    // LLC all the time (75%). With homes but no swaps, 98-100% in 12 of
-    // 15 runs and 75-77% in two: a spinning member placed before its gang
-    // had a home stayed out. With home swaps (gang_run.bpf.c), 100% in
-    // every run measured; the bound leaves room for a swap that waits a
-    // slice or two on a loaded host.
+    // Without homes each gang would keep one of its 4 members in the
+    // other's LLC all the time (75%); without home swaps a spinning member
+    // placed before its gang had a home would stay out. With both
+    // (gang_run.bpf.c) every member runs at home; the bound leaves room
+    // for a swap that waits a slice or two on a loaded host.
     let mean = shares.iter().sum::<f64>() / shares.len() as f64;
     assert!(
         mean > 0.9,
