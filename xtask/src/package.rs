@@ -15,6 +15,7 @@
 //! | deploy/default/scx_linger | /etc/default/scx_linger: the unit's run flags (a conffile) |
 //! | deploy/debian/{postinst,prerm,postrm} | the package's maintainer scripts |
 //! | deploy/debian/copyright | /usr/share/doc/scx-linger/copyright |
+//! | deploy/debian/lintian-overrides | what lintian says that is so on purpose, each with its reason |
 //! | `generate man` | /usr/share/man/man1/scx_linger*.1.gz |
 //! | `generate bash/zsh/fish` | the shells' vendor completion folders |
 //! | deploy/slurm/{prolog,epilog} | /usr/lib/scx_linger/ |
@@ -91,6 +92,16 @@ pub fn build(debug: bool) -> Result<PathBuf> {
     let _ = std::fs::remove_dir_all(&stage);
     let s = |p: &str| stage.join(p.trim_start_matches('/'));
     copy(&bin, &s("/usr/sbin/scx_linger"), 0o755)?;
+    // A release package ships the binary stripped (its debug info is
+    // cargo's, in target/); the debug one the guest tests install keeps it.
+    if !debug {
+        run_ok(
+            Command::new("strip")
+                .args(["--strip-unneeded", "--remove-section=.comment"])
+                .arg(s("/usr/sbin/scx_linger")),
+            "strip",
+        )?;
+    }
     copy(
         &root.join("deploy/systemd/scx_linger.service"),
         &s("/lib/systemd/system/scx_linger.service"),
@@ -169,12 +180,30 @@ pub fn build(debug: bool) -> Result<PathBuf> {
         std::fs::write(s(to), text)?;
     }
 
+    copy(
+        &root.join("deploy/debian/lintian-overrides"),
+        &s("/usr/share/lintian/overrides/scx-linger"),
+        0o644,
+    )?;
+    let maintainer = maintainer();
+    std::fs::create_dir_all(s("/usr/share/doc/scx-linger"))?;
+    std::fs::write(
+        s("/usr/share/doc/scx-linger/changelog"),
+        changelog_entry(&version, &maintainer, &commit_date()?),
+    )?;
+    run_ok(
+        Command::new("gzip")
+            .args(["-9nf"])
+            .arg(s("/usr/share/doc/scx-linger/changelog")),
+        "gzip",
+    )?;
+
     let size_kib = walk_size(&stage) / 1024;
     std::fs::create_dir_all(s("DEBIAN"))?;
     std::fs::write(
         s("DEBIAN/control"),
         format!(
-            "Package: scx-linger\nVersion: {version}\nArchitecture: amd64\nMaintainer: scx_linger developers <scx-linger@localhost>\n\
+            "Package: scx-linger\nVersion: {version}\nArchitecture: amd64\nMaintainer: {maintainer}\n\
              Installed-Size: {size_kib}\nDepends: libc6 (>= 2.34), libelf1, zlib1g, libzstd1\nSuggests: slurmd, prometheus, libslurm-dev, make, gcc\n\
              Section: admin\nPriority: optional\n\
              Description: sched_ext scheduler for shared compute nodes\n \
@@ -215,6 +244,36 @@ pub fn build(debug: bool) -> Result<PathBuf> {
     Ok(deb)
 }
 
+/// Who the package names as its maintainer: the site that builds it, as
+/// Debian's tools take it (DEBFULLNAME and DEBEMAIL), else the project.
+fn maintainer() -> String {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    match (var("DEBFULLNAME"), var("DEBEMAIL")) {
+        (Some(name), Some(mail)) => format!("{name} <{mail}>"),
+        (None, Some(mail)) => mail,
+        _ => "scx_linger developers <scx-linger@localhost>".into(),
+    }
+}
+
+/// When HEAD was committed, in the changelog's RFC 2822 form: the
+/// package's date is its code's, so two builds of one commit are alike.
+fn commit_date() -> Result<String> {
+    let out = run_ok(
+        Command::new("git")
+            .args(["log", "-1", "--format=%cD", "HEAD"])
+            .current_dir(project_root()),
+        "git log",
+    )?;
+    Ok(String::from_utf8_lossy(&out).trim().to_string())
+}
+
+/// The Debian changelog of a native package of this version.
+fn changelog_entry(version: &str, maintainer: &str, date: &str) -> String {
+    format!(
+        "scx-linger ({version}) unstable; urgency=medium\n\n  * scx_linger {version}: see /usr/share/doc/scx-linger for its documentation.\n\n -- {maintainer}  {date}\n"
+    )
+}
+
 fn walk_size(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .into_iter()
@@ -225,4 +284,25 @@ fn walk_size(dir: &Path) -> u64 {
             _ => e.metadata().map(|m| m.len()).unwrap_or(0),
         })
         .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_changelog_is_one_entry_in_debians_form() {
+        let e = changelog_entry(
+            "0.1.0",
+            "A B <a@b.example>",
+            "Wed, 25 Nov 2026 15:00:00 +0000",
+        );
+        let lines: Vec<&str> = e.lines().collect();
+        assert_eq!(lines[0], "scx-linger (0.1.0) unstable; urgency=medium");
+        assert!(lines[2].starts_with("  * "));
+        assert_eq!(
+            lines[4],
+            " -- A B <a@b.example>  Wed, 25 Nov 2026 15:00:00 +0000"
+        );
+    }
 }

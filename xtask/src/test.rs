@@ -219,7 +219,8 @@ pub fn run(args: &TestArgs) -> Result<i32> {
     crate::spank::build()?;
     // The package the guest installs (tests/guest/package.rs), from the
     // debug build the other guest tests run.
-    crate::package::build(true)?;
+    let deb = crate::package::build(true)?;
+    lint_package(&deb)?;
     t = stages.done("guest test build and package", t);
     let mut failures = Vec::new();
     for k in &kernels {
@@ -285,6 +286,32 @@ pub fn run(args: &TestArgs) -> Result<i32> {
         bail!("{}", failures.join("; "));
     }
     Ok(0)
+}
+
+/// The package as Debian's lintian sees it: clean, but for what the
+/// package's own overrides explain and the debug build's debug info (the
+/// release package is stripped).
+fn lint_package(deb: &std::path::Path) -> Result<()> {
+    step("lintian");
+    let out = Command::new("lintian")
+        .args([
+            "--fail-on",
+            "error,warning",
+            "--suppress-tags",
+            "unstripped-binary-or-object",
+        ])
+        .arg(deb)
+        .output()
+        .context("running lintian (cargo xtask deps installs it)")?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        bail!("lintian finds fault with {}:\n{text}", deb.display());
+    }
+    Ok(())
 }
 
 fn cargo(args: &[&str]) -> Result<()> {

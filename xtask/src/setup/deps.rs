@@ -39,6 +39,7 @@ pub const HOST_PACKAGES: &[&str] = &[
     "slurm-client",    // daemons run only there, started by the tests
     "libslurm-dev",    // spank.h, for the SPANK plugin
     "make",            // builds the SPANK plugin (deploy/slurm/Makefile)
+    "lintian",         // checks the Debian package
 ];
 
 /// The packages taken from bookworm-backports, and only these: QEMU 10
