@@ -564,7 +564,7 @@ fn gangs_bound_to_the_same_cpu_each_get_their_own_slot() {
     std::thread::sleep(Duration::from_secs(2));
     let pids: Vec<i32> = hogs.iter().map(|h| h.pids()[0]).collect();
     let before = hogs.each_ref().map(total_runtime);
-    let window = Duration::from_secs(20);
+    let window = Duration::from_secs(10);
     let (waits, ()) = trace::record_ready_waits(|| std::thread::sleep(window));
     let after = hogs.each_ref().map(total_runtime);
     let shares: Vec<f64> = (0..2)

@@ -631,7 +631,7 @@ fn srun_gang_jobs_beside_their_helpers_starve_no_task() {
         "the {jobs} srun jobs never all ran as gangs: {}",
         c.logs()
     );
-    let window = Duration::from_secs(20);
+    let window = Duration::from_secs(12);
     let (waits, ()) = trace::record_ready_waits(|| std::thread::sleep(window));
     let worst: Vec<String> = waits
         .iter()
