@@ -59,6 +59,14 @@ fn the_package_installs_works_and_leaves_nothing_when_purged() {
     fs::create_dir_all(root.join("var/lib/dpkg/info")).unwrap();
     fs::create_dir_all(root.join("var/lib/dpkg/updates")).unwrap();
     fs::write(root.join("var/lib/dpkg/status"), "").unwrap();
+    // dpkg runs the maintainer scripts chrooted into the root: a shell,
+    // and the one command they call that is not built into it (rm), from
+    // the static busybox (systemd is not running there: they skip it).
+    fs::create_dir_all(root.join("bin")).unwrap();
+    fs::copy("/bin/busybox", root.join("bin/busybox")).unwrap();
+    for applet in ["sh", "rm"] {
+        std::os::unix::fs::symlink("busybox", root.join("bin").join(applet)).unwrap();
+    }
     // Its libraries are the guest's own; this root has no libc6 package.
     run(dpkg(&root).args(["--force-depends", "-i", DEB]));
     let status = run(Command::new("dpkg-query")
@@ -66,8 +74,9 @@ fn the_package_installs_works_and_leaves_nothing_when_purged() {
         .args(["-W", "-f=${Status} ${Conffiles}", "scx-linger"]));
     assert!(status.starts_with("install ok installed"), "{status}");
     assert!(
-        status.contains("/etc/scx_linger/config.toml"),
-        "a conffile: {status}"
+        status.contains("/etc/scx_linger/config.toml")
+            && status.contains("/etc/default/scx_linger"),
+        "the config and the unit's flags are conffiles: {status}"
     );
 
     // The unit, as installed, through systemd's verifier: with the
@@ -117,7 +126,7 @@ fn the_package_installs_works_and_leaves_nothing_when_purged() {
     assert_eq!(left, vec!["etc/scx_linger/config.toml".to_string()]);
     run(dpkg(&root).args(["--purge", "scx-linger"]));
     assert!(
-        !root.join("etc/scx_linger").exists(),
+        !root.join("etc/scx_linger").exists() && !root.join("etc/default/scx_linger").exists(),
         "purge leaves the config"
     );
     let _ = fs::remove_dir_all(&root);
