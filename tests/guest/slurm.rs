@@ -513,20 +513,26 @@ fn spinners(id: u64) -> Vec<i32> {
         .collect()
 }
 
-/// A site rule makes the `parallel` partition's jobs gangs: two such jobs
-/// on the same cores take turns, each with its threads running together,
-/// by the kernel's sched_switch trace.
-#[test]
-fn parallel_jobs_are_gangs_that_take_turns_with_their_threads_together() {
+/// The agent with a site rule that makes the `parallel` partition's jobs
+/// gangs (written to `name` in the results dir, returned), and a cluster.
+fn gang_partition(name: &str) -> (Agent, Cluster, PathBuf) {
     require_guest();
-    let cfg = results_dir().join("slurm-gangs.toml");
+    let cfg = results_dir().join(name);
     fs::write(
         &cfg,
         "[[slurm_rule]]\npartition = \"parallel\"\nclass = \"gang\"\nslot_ms = 100\n",
     )
     .unwrap();
     let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
-    let c = Cluster::start();
+    (agent, Cluster::start(), cfg)
+}
+
+/// A site rule makes the `parallel` partition's jobs gangs: two such jobs
+/// on the same cores take turns, each with its threads running together,
+/// by the kernel's sched_switch trace.
+#[test]
+fn parallel_jobs_are_gangs_that_take_turns_with_their_threads_together() {
+    let (agent, c, _) = gang_partition("slurm-gangs.toml");
     let n = nr_cpus();
     let jobs = [
         c.spin_job(&["-p", "parallel"], n, 30),
@@ -599,15 +605,7 @@ const CHATTY_RANK: &str =
 /// the design's bound, and the scheduler is never ejected.
 #[test]
 fn srun_gang_jobs_beside_their_helpers_starve_no_task() {
-    require_guest();
-    let cfg = results_dir().join("slurm-srun-gangs.toml");
-    fs::write(
-        &cfg,
-        "[[slurm_rule]]\npartition = \"parallel\"\nclass = \"gang\"\nslot_ms = 100\n",
-    )
-    .unwrap();
-    let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
-    let c = Cluster::start();
+    let (agent, c, cfg) = gang_partition("slurm-srun-gangs.toml");
     let jobs = nr_cpus() + 2;
     let mut clients: Vec<Child> = (0..jobs)
         .map(|_| {
