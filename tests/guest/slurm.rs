@@ -567,10 +567,12 @@ fn gang_partition(name: &str) -> (Agent, Cluster, PathBuf) {
 
 /// A site rule makes the `parallel` partition's jobs gangs: two such jobs
 /// on the same cores take turns, each with its threads running together,
-/// by the kernel's sched_switch trace.
+/// by the kernel's sched_switch trace. Then, in the same cluster, jobs
+/// started with `srun` with their step daemons beside them starve no
+/// task (srun_jobs_starve_no_task()).
 #[test]
-fn parallel_jobs_are_gangs_that_take_turns_with_their_threads_together() {
-    let (agent, c, _) = gang_partition("slurm-gangs.toml");
+fn parallel_jobs_are_gangs_that_take_turns_and_no_task_starves_beside_them() {
+    let (agent, c, cfg) = gang_partition("slurm-gangs.toml");
     let n = nr_cpus();
     let jobs = [
         c.spin_job(&["-p", "parallel"], n, 30),
@@ -624,7 +626,9 @@ fn parallel_jobs_are_gangs_that_take_turns_with_their_threads_together() {
         "the two gangs overlapped {overlap:.2} s of 3 s"
     );
     assert!(s.iter().all(|x| *x > 0.15), "each gang progresses: {s:?}");
+    let _ = c.cmd("scancel").args(jobs.map(|j| j.to_string())).status();
     wait_gone(&c, &jobs);
+    srun_jobs_starve_no_task(&agent, &c, &cfg);
     drop(c);
     drop(agent);
 }
@@ -641,9 +645,7 @@ const CHATTY_RANK: &str =
 /// under `step_extern`, Slurm's own helper, while the `srun` clients wait
 /// outside any job. No task the kernel sees waits for a CPU longer than
 /// the design's bound, and the scheduler is never ejected.
-#[test]
-fn srun_gang_jobs_beside_their_helpers_starve_no_task() {
-    let (agent, c, cfg) = gang_partition("slurm-srun-gangs.toml");
+fn srun_jobs_starve_no_task(agent: &Agent, c: &Cluster, cfg: &Path) {
     let jobs = nr_cpus() + 2;
     let mut clients: Vec<Child> = (0..jobs)
         .map(|_| {
@@ -721,6 +723,4 @@ fn srun_gang_jobs_beside_their_helpers_starve_no_task() {
         let _ = cl.kill();
         let _ = cl.wait();
     }
-    drop(c);
-    drop(agent);
 }
