@@ -381,8 +381,10 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job_across_an_agent_rest
     let agent = Agent::start(&args);
     let c = Cluster::start();
     let n = nr_cpus();
-    let primary = c.spin_job(&["-p", "primary"], n, 25);
-    let guest = c.spin_job(&["-p", "guest"], n, 25);
+    // Long enough for both measurements and the restart between them on
+    // a slow host; cancelled once measured.
+    let primary = c.spin_job(&["-p", "primary"], n, 90);
+    let guest = c.spin_job(&["-p", "guest"], n, 90);
     let s = shares(&c, &[primary, guest], Duration::from_secs(4));
     figure(&format!(
         "slurm: primary job {:.1}% of the node, guest job {:.1}% (sbatch, {n} CPUs, cgroup cpu.stat, 4 s)",
@@ -449,6 +451,10 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job_across_an_agent_rest
         after[0] > 0.80 && after[1] < 0.10,
         "after the restart: {after:?}"
     );
+    let _ = c
+        .cmd("scancel")
+        .args([primary.to_string(), guest.to_string()])
+        .status();
     wait_gone(&c, &[primary, guest]);
     // The SPANK plugin held each job's first task until the agent had
     // handed BPF its class: no instruction of the guest ran as primary.
