@@ -27,7 +27,7 @@ use prometheus_client::registry::Registry;
 use super::histogram;
 use super::latest::Latest;
 use super::sampler;
-use super::schema::{GangStats, JobStats, Snapshot};
+use super::schema::{JobStats, Snapshot};
 
 /// A series' labels, in the order they are written.
 type Labels = Vec<(String, String)>;
@@ -143,6 +143,20 @@ impl EncodeMetric for Histograms {
     }
 }
 
+/// One sample per item that has a value, labelled `key` = its name: a
+/// class's, a job's or a gang's series.
+fn each<T, V: Into<Value>>(
+    items: &[T],
+    key: &str,
+    name: impl for<'a> Fn(&'a T) -> &'a String,
+    value: impl Fn(&T) -> Option<V>,
+) -> Vec<(Labels, Value)> {
+    items
+        .iter()
+        .filter_map(|it| Some((labels(&[(key, name(it))]), value(it)?.into())))
+        .collect()
+}
+
 /// A run delay histogram as the BPF side buckets it (bpf/intf.h): bucket
 /// b's upper edge, the last bucket also holding every delay above it, so
 /// its edge is +Inf.
@@ -212,32 +226,25 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
     );
 
     let classes = &s.classes;
-    let per_class = |f: &dyn Fn(&super::schema::ClassStats) -> f64| -> Vec<(Labels, f64)> {
-        classes
-            .iter()
-            .map(|c| (labels(&[("class", &c.class)]), f(c)))
-            .collect()
-    };
-    let per_class_n = |f: &dyn Fn(&super::schema::ClassStats) -> u64| -> Vec<(Labels, u64)> {
-        classes
-            .iter()
-            .map(|c| (labels(&[("class", &c.class)]), f(c)))
-            .collect()
-    };
     r.register(
         "scx_linger_cpu_seconds",
         "CPU time of each class's tasks",
-        Series::counter(per_class(&|c| c.cpu_seconds)),
+        Series::counter(each(
+            classes,
+            "class",
+            |c| &c.class,
+            |c| Some(c.cpu_seconds),
+        )),
     );
     r.register(
         "scx_linger_runs",
         "Times a task of each class started running",
-        Series::counter(per_class_n(&|c| c.runs)),
+        Series::counter(each(classes, "class", |c| &c.class, |c| Some(c.runs))),
     );
     r.register(
         "scx_linger_cpus_busy",
         "CPUs busy with each class over the last reading interval",
-        Series::gauge(per_class(&|c| c.cpus_now)),
+        Series::gauge(each(classes, "class", |c| &c.class, |c| Some(c.cpus_now))),
     );
     r.register(
         "scx_linger_run_delay_seconds",
@@ -307,30 +314,25 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
     );
     // "cgroup", not "job": Prometheus gives every scraped series its own
     // `job` label (the scrape job) and would rename ours exported_job.
-    let per_job = |f: &dyn Fn(&JobStats) -> f64| -> Vec<(Labels, f64)> {
-        jobs.iter()
-            .map(|j| (labels(&[("cgroup", &j.path)]), f(j)))
-            .collect()
-    };
-    let per_job_n = |f: &dyn Fn(&JobStats) -> u64| -> Vec<(Labels, u64)> {
-        jobs.iter()
-            .map(|j| (labels(&[("cgroup", &j.path)]), f(j)))
-            .collect()
-    };
     r.register(
         "scx_linger_job_cpu_seconds",
         "CPU time of each job (labelled or top-level cgroup)",
-        Series::counter(per_job(&|j| j.cpu_seconds)),
+        Series::counter(each(&jobs, "cgroup", |j| &j.path, |j| Some(j.cpu_seconds))),
     );
     r.register(
         "scx_linger_job_threads_runnable",
         "Threads of each job that want a CPU now",
-        Series::gauge(per_job_n(&|j| j.threads_runnable)),
+        Series::gauge(each(
+            &jobs,
+            "cgroup",
+            |j| &j.path,
+            |j| Some(j.threads_runnable),
+        )),
     );
     r.register(
         "scx_linger_job_cpus_max",
         "Most threads of each job that ran at once: its high-water mark of CPUs",
-        Series::gauge(per_job_n(&|j| j.cpus_max)),
+        Series::gauge(each(&jobs, "cgroup", |j| &j.path, |j| Some(j.cpus_max))),
     );
 
     let gangs = &s.gangs;
@@ -344,39 +346,32 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
                 .collect(),
         ),
     );
-    let per_gang = |f: &dyn Fn(&GangStats) -> Option<f64>| -> Vec<(Labels, f64)> {
-        gangs
-            .iter()
-            .filter_map(|g| Some((labels(&[("gang", &g.path)]), f(g)?)))
-            .collect()
-    };
-    let per_gang_n = |f: &dyn Fn(&GangStats) -> u64| -> Vec<(Labels, u64)> {
-        gangs
-            .iter()
-            .map(|g| (labels(&[("gang", &g.path)]), f(g)))
-            .collect()
-    };
     r.register(
         "scx_linger_gang_slots",
         "Time slots each gang was given",
-        Series::counter(per_gang_n(&|g| g.slots)),
+        Series::counter(each(gangs, "gang", |g| &g.path, |g| Some(g.slots))),
     );
     r.register(
         "scx_linger_gang_partial_starts",
         "Slots in which fewer members started than were runnable",
-        Series::counter(per_gang_n(&|g| g.partial_starts)),
+        Series::counter(each(gangs, "gang", |g| &g.path, |g| Some(g.partial_starts))),
     );
     r.register(
         "scx_linger_gang_backfill_seconds",
         "CPU time other work ran on CPUs each gang's slots left free",
-        Series::counter(per_gang(&|g| Some(g.backfill_seconds))),
+        Series::counter(each(
+            gangs,
+            "gang",
+            |g| &g.path,
+            |g| Some(g.backfill_seconds),
+        )),
     );
     // No sample for a gang whose skew is unknown yet (fewer than two
     // members started in any slot): 0 would read as perfect.
     r.register(
         "scx_linger_gang_skew_p99_seconds",
         "99th percentile of the spread between a gang's first and last member starting in a slot (log2-histogram bucket edge)",
-        Series::gauge(per_gang(&|g| g.skew_p99_us.map(|us| us / 1e6))),
+        Series::gauge(each(gangs, "gang", |g| &g.path, |g| g.skew_p99_us.map(|us| us / 1e6))),
     );
     let mut out = String::new();
     if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &r) {
