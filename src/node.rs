@@ -2,7 +2,7 @@
 //! The machine the agent runs on, as every other folder asks about it:
 //! how many CPUs are online, where each sits (core, LLC, NUMA node),
 //! what the calling process may do, and CLOCK_TAI (the clock gang slots
-//! are aligned to across nodes).
+//! are aligned to across nodes) with how well it is synchronised.
 //!
 //! Owns nothing but these readings; imports nothing of the project.
 
@@ -10,6 +10,7 @@ use std::fs;
 use std::time::Duration;
 
 use nix::time::{clock_gettime, ClockId};
+use serde::{Deserialize, Serialize};
 
 /// Linux capability numbers (include/uapi/linux/capability.h).
 pub const CAP_SYS_ADMIN: u32 = 21;
@@ -132,6 +133,77 @@ pub fn tai_now() -> Duration {
     clock_gettime(ClockId::CLOCK_TAI).map_or(Duration::ZERO, Duration::from)
 }
 
+/// The kernel's view of the clock's synchronisation (adjtimex(2), read
+/// only): what decides whether gang slots on CLOCK_TAI start at the same
+/// moment on every node of a multi-node job. chrony and ptp4l keep it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClockSync {
+    /// A synchronisation daemon disciplines the clock (STA_UNSYNC clear
+    /// and the kernel's clock state not TIME_ERROR).
+    pub synchronised: bool,
+    /// The daemon's estimate of the clock's error, in microseconds.
+    pub est_error_us: u64,
+    /// Its bound on the error, in microseconds.
+    pub max_error_us: u64,
+    /// TAI - UTC, in seconds: 0 unless chrony (`leapsectz`) or ptp4l sets
+    /// it. Nodes that differ put their slots whole seconds apart.
+    pub tai_offset_s: i32,
+}
+
+const STA_UNSYNC: i32 = 0x0040;
+const TIME_ERROR: i32 = 5;
+
+/// The clock's synchronisation state; None where adjtimex is refused
+/// (a seccomp filter such as systemd's ProtectClock=yes).
+pub fn clock_sync() -> Option<ClockSync> {
+    // SAFETY: modes = 0 only reads; the kernel fills the struct we own.
+    let mut tx: nix::libc::timex = unsafe { std::mem::zeroed() };
+    let state = unsafe { nix::libc::adjtimex(&mut tx) };
+    if state < 0 {
+        return None;
+    }
+    Some(ClockSync {
+        synchronised: tx.status & STA_UNSYNC == 0 && state != TIME_ERROR,
+        est_error_us: tx.esterror.max(0) as u64,
+        max_error_us: tx.maxerror.max(0) as u64,
+        tai_offset_s: tx.tai,
+    })
+}
+
+impl ClockSync {
+    /// One line for the log and `stats`.
+    pub fn describe(&self) -> String {
+        format!(
+            "{}, estimated error {} us (at most {} us), TAI-UTC {} s",
+            if self.synchronised {
+                "synchronised"
+            } else {
+                "not synchronised"
+            },
+            self.est_error_us,
+            self.max_error_us,
+            self.tai_offset_s
+        )
+    }
+
+    /// Why it is not good enough for slots of `slot` on several nodes:
+    /// unsynchronised, or an error estimate over a tenth of a slot (two
+    /// nodes each that far off cut a fifth of the slot).
+    pub fn fault_for(&self, slot: Duration) -> Option<String> {
+        let limit = slot.as_micros() as u64 / 10;
+        if !self.synchronised {
+            Some("the clock is not synchronised: multi-node gang jobs meet in their rows only by chance; run chrony or ptp4l (docs/operating.md, \"Clocks\")".into())
+        } else if self.est_error_us > limit {
+            Some(format!(
+                "the clock's estimated error ({} us) is over a tenth of a row's slot ({limit} us): multi-node gang jobs lose that much of each slot; see docs/operating.md, \"Clocks\"",
+                self.est_error_us
+            ))
+        } else {
+            None
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +222,31 @@ mod tests {
         for bad in ["x", "3-1", "0-", "1,,2", "0-4294967295"] {
             assert_eq!(cpulist(bad), None, "{bad:?}");
         }
+    }
+
+    #[test]
+    fn clock_faults_name_the_cause() {
+        let good = ClockSync {
+            synchronised: true,
+            est_error_us: 500,
+            max_error_us: 9000,
+            tai_offset_s: 37,
+        };
+        let slot = Duration::from_millis(100);
+        assert_eq!(good.fault_for(slot), None);
+        let loose = ClockSync {
+            est_error_us: 20_000,
+            ..good
+        };
+        assert!(loose.fault_for(slot).unwrap().contains("20000 us"));
+        let free = ClockSync {
+            synchronised: false,
+            ..good
+        };
+        assert!(free.fault_for(slot).unwrap().contains("not synchronised"));
+        assert!(good.describe().contains("TAI-UTC 37 s"));
+        // The machine's own clock is readable (no seccomp filter here).
+        assert!(clock_sync().is_some());
     }
 
     #[test]

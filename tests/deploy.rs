@@ -95,7 +95,7 @@ fn the_slurm_hooks_parse_and_call_the_agents_slurm_command() {
         .output()
         .expect("running scx_linger slurm --help");
     let help = String::from_utf8_lossy(&help.stdout);
-    for hook in ["prolog", "epilog"] {
+    for hook in ["prolog", "epilog", "row"] {
         let path = dir.join(hook);
         let ok = std::process::Command::new("sh")
             .arg("-n")

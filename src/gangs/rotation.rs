@@ -18,6 +18,7 @@ use crate::bpf::intf;
 use crate::bpf::program::{LabelEntry, Scheduler};
 use crate::labels::cgroups::Resolved;
 use crate::labels::class::Class;
+use crate::labels::config::Rows;
 use crate::node;
 
 pub struct Rotation {
@@ -31,6 +32,8 @@ pub struct Rotation {
     seen_big: HashSet<u64>,
     default_slot: Duration,
     open_pct: u32,
+    /// The cluster's rows, from the config (reloaded with it).
+    rows: Option<Rows>,
     nr_cpus: u32,
     /// Each CPU's LLC as the BPF side numbers them; empty: one LLC.
     cpu_llc: Vec<u32>,
@@ -50,6 +53,7 @@ impl Rotation {
             seen_big: HashSet::new(),
             default_slot,
             open_pct,
+            rows: None,
             nr_cpus: node::online_cpus(),
             cpu_llc,
             table: Table::default(),
@@ -71,6 +75,7 @@ impl Rotation {
                 rel: r.rel.clone(),
                 class: r.class,
                 slot_ms: r.slot_ms,
+                row: r.row,
             })
             .collect();
         for rel in self.numbers.assign(&self.gangs) {
@@ -108,6 +113,34 @@ impl Rotation {
             .collect()
     }
 
+    /// The cluster's rows as the config now gives them; true if that
+    /// changes the table's shape (the caller lays it out again).
+    pub fn set_rows(&mut self, rows: Option<Rows>) -> bool {
+        if rows == self.rows {
+            return false;
+        }
+        match rows {
+            Some(r) => info!(
+                "cluster rows: {} of {} ms, open phase {}% of the cycle: multi-node gang jobs lead their row on every node",
+                r.count,
+                r.slot.as_millis(),
+                r.open_pct
+            ),
+            None => info!("no cluster rows: gangs are laid out node by node"),
+        }
+        self.rows = rows;
+        true
+    }
+
+    /// The cluster row `g` leads: its job's row where the config sets
+    /// `[rows]` (wrapped to their count, as the table does).
+    pub fn row_in_effect(&self, g: &GangLabel) -> Option<u32> {
+        let rows = self.rows?;
+        g.row
+            .filter(|_| g.class == Class::Gang)
+            .map(|r| r % rows.count.max(1))
+    }
+
     /// Whether any cgroup is labelled as a gang.
     pub fn has_gangs(&self) -> bool {
         !self.gangs.is_empty()
@@ -133,6 +166,7 @@ impl Rotation {
                     .slot_ms
                     .map_or(self.default_slot, |ms| Duration::from_millis(ms.into())),
                 cpus,
+                row: g.row,
             };
             let runnable = sched.gang_stat(number)?.nr_runnable.max(0) as u64;
             let room = place.room(self.nr_cpus);
@@ -150,7 +184,7 @@ impl Rotation {
             places.push(place);
         }
         self.seen_big = big_now;
-        let table = table::lay_out(&places, self.nr_cpus, self.open_pct);
+        let table = table::lay_out(&places, self.nr_cpus, self.open_pct, self.rows.as_ref());
         if table != self.table {
             sched.set_gang_table(&table.to_bpf())?;
             info!("gang table: {}", table.describe());

@@ -32,15 +32,22 @@
 //!   near the kernel's 30 s watchdog for its turn.
 //! - **Clock.** Cycle k starts at CLOCK_TAI = k x cycle: rotation_at() in
 //!   bpf/lib/pure.h, which the tests here run.
+//! - **Rows.** Where the site's config sets the cluster's `[rows]`, the
+//!   primary cycle is that matrix instead, the same on every node: row r
+//!   is the slot at r x slot length. A multi-node job leads the row the
+//!   batch system gave it (labels/slurm.rs); the node's other gangs share
+//!   the rows no such job of this node holds, and a row nobody leads is
+//!   a slot every gang may fill. Nothing a node runs moves another
+//!   node's rows.
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use crate::bpf::intf;
 use crate::labels::class::Class;
+use crate::labels::config::Rows;
 
 pub const MAX_GANGS: usize = intf::linger_consts_LINGER_MAX_GANGS as usize;
-pub const DEFAULT_OPEN_PCT: u32 = intf::LINGER_DEFAULT_OPEN_PCT;
 /// Longest rotation; longer tables have their slots scaled down to fit.
 pub const MAX_CYCLE: Duration = Duration::from_secs(10);
 
@@ -66,6 +73,8 @@ pub struct GangLabel {
     /// Class::Gang or Class::GuestGang.
     pub class: Class,
     pub slot_ms: Option<u32>,
+    /// The cluster row its job holds (multi-node jobs).
+    pub row: Option<u32>,
 }
 
 /// Stable gang numbers for cgroup ids.
@@ -120,6 +129,8 @@ pub struct GangPlace {
     /// The LLCs those CPUs are in (bit per LLC as the BPF side numbers
     /// them); 0: any.
     pub llcs: u64,
+    /// The cluster row the batch system gave its job (multi-node jobs).
+    pub row: Option<u32>,
 }
 
 impl GangPlace {
@@ -146,6 +157,8 @@ pub struct Slot {
     pub gangs: u64,
     /// Paths of its gangs, for the log.
     pub names: Vec<String>,
+    /// The cluster row it is (part of), on a node with `[rows]`.
+    pub row: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -154,6 +167,9 @@ pub struct Rotation {
     pub open: Duration,
     pub gangs: u64,
     pub slots: Vec<Slot>,
+    /// Gangs that lead no slot: every row is held by a multi-node job of
+    /// this node. They run only where they fit beside a slot's lead.
+    pub unled: Vec<String>,
 }
 
 /// Rotation per tier: [primary gangs, guest gangs].
@@ -172,8 +188,9 @@ pub struct Table {
 
 /// Lay the gangs out into a rotation per tier (see the module comment).
 /// `open_pct` is the share of the primary cycle left for ordinary
-/// primary work.
-pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32) -> Table {
+/// primary work; `rows`, the cluster's matrix, replaces both the path
+/// order and `open_pct` for the primary tier.
+pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32, rows: Option<&Rows>) -> Table {
     let mut table = Table {
         nr_cpus,
         ..Table::default()
@@ -186,6 +203,10 @@ pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32) -> Table {
             .filter(|g| g.tier.tier() == tier)
             .collect();
         these.sort_by(|a, b| a.rel.cmp(&b.rel));
+        if let (0, Some(rows), false) = (t, rows, these.is_empty()) {
+            table.tiers[t] = lay_out_rows(&these, rows);
+            continue;
+        }
         let mut rot = Rotation::default();
         let mut start = Duration::ZERO;
         for g in these {
@@ -195,6 +216,7 @@ pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32) -> Table {
                 len: g.slot,
                 gangs: 1 << g.number,
                 names: vec![g.rel.clone()],
+                row: None,
             });
             start += g.slot;
         }
@@ -222,6 +244,77 @@ pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32) -> Table {
         }
     }
     table
+}
+
+/// The primary tier on the cluster's matrix (see the module comment).
+/// `gangs` are in path order. Rows led by nobody on this node stay slots
+/// of their own, led by no gang: the rotation's boundaries must be the
+/// matrix's on every node.
+fn lay_out_rows(gangs: &[&GangPlace], rows: &Rows) -> Rotation {
+    let count = rows.count.max(1) as usize;
+    let mut held = vec![(0u64, Vec::new()); count];
+    let mut local = Vec::new();
+    let mut rot = Rotation::default();
+    for g in gangs {
+        rot.gangs |= 1 << g.number;
+        match g.row {
+            Some(r) => {
+                let h = &mut held[r as usize % count];
+                h.0 |= 1 << g.number;
+                h.1.push(g.rel.clone());
+            }
+            None => local.push(*g),
+        }
+    }
+    // The free rows, shared among the local gangs in turn: gang i of L
+    // leads free row j when j = i mod L; with more gangs than free rows,
+    // a row is cut into equal slots for the gangs it gets.
+    let free: Vec<usize> = (0..count).filter(|&r| held[r].0 == 0).collect();
+    let mut shares: Vec<Vec<&GangPlace>> = vec![Vec::new(); count];
+    if free.is_empty() {
+        rot.unled = local.iter().map(|g| g.rel.clone()).collect();
+    } else if local.len() <= free.len() {
+        for (j, &r) in free.iter().enumerate() {
+            if let Some(g) = local.get(j % local.len().max(1)) {
+                shares[r].push(g);
+            }
+        }
+    } else {
+        for (i, g) in local.iter().enumerate() {
+            shares[free[i % free.len()]].push(g);
+        }
+    }
+    for r in 0..count {
+        let start = rows.slot * r as u32;
+        let row = Some(r as u32);
+        if held[r].0 != 0 || shares[r].is_empty() {
+            rot.slots.push(Slot {
+                start,
+                len: rows.slot,
+                gangs: held[r].0,
+                names: std::mem::take(&mut held[r].1),
+                row,
+            });
+            continue;
+        }
+        let n = shares[r].len() as u32;
+        for (k, g) in shares[r].iter().enumerate() {
+            let from = rows.slot * k as u32 / n;
+            let to = rows.slot * (k as u32 + 1) / n;
+            rot.slots.push(Slot {
+                start: start + from,
+                len: to - from,
+                gangs: 1 << g.number,
+                names: vec![g.rel.clone()],
+                row,
+            });
+        }
+    }
+    let slots = rows.slot * count as u32;
+    let pct = rows.open_pct.min(50);
+    rot.open = slots * pct / (100 - pct);
+    rot.cycle = slots + rot.open;
+    rot
 }
 
 /// Scale slots down so that the whole cycle (with up to 50% open phase)
@@ -288,17 +381,30 @@ impl Table {
             let slots: Vec<String> = rot
                 .slots
                 .iter()
-                .map(|s| format!("[{} {}ms]", s.names.join(" + /"), s.len.as_millis()))
+                .map(|s| {
+                    let row = s.row.map(|r| format!("row {r}: ")).unwrap_or_default();
+                    let who = if s.names.is_empty() {
+                        "(any gang)".to_string()
+                    } else {
+                        format!("/{}", s.names.join(" + /"))
+                    };
+                    format!("[{row}{who} {}ms]", s.len.as_millis())
+                })
                 .collect();
             let open = if rot.open.is_zero() {
                 String::new()
             } else {
                 format!(" + open {}ms", rot.open.as_millis())
             };
+            let unled = if rot.unled.is_empty() {
+                String::new()
+            } else {
+                format!(" (leading no row: /{})", rot.unled.join(" /"))
+            };
             parts.push(format!(
-                "{tier}: cycle {}ms: /{}{open}",
+                "{tier}: cycle {}ms: {}{open}{unled}",
                 rot.cycle.as_millis(),
-                slots.join(" /")
+                slots.join(" ")
             ));
         }
         if parts.is_empty() {
@@ -322,6 +428,7 @@ mod tests {
             slot: Duration::from_millis(100),
             cpus: None,
             llcs: 0,
+            row: None,
         }
     }
 
@@ -338,6 +445,7 @@ mod tests {
             rel: rel.into(),
             class: Class::Gang,
             slot_ms: None,
+            row: None,
         }
     }
 
@@ -395,7 +503,7 @@ mod tests {
             },
             place(5, "g/x", Class::GuestGang),
         ];
-        let t = lay_out(&gangs, 4, 10);
+        let t = lay_out(&gangs, 4, 10, None);
         let p = &t.tiers[0];
         assert_eq!(
             slot_names(&t),
@@ -415,7 +523,7 @@ mod tests {
             "guest gangs have no open phase"
         );
         assert!(
-            t.describe().contains("[job/a 100ms] /[job/b 50ms]"),
+            t.describe().contains("[/job/a 100ms] [/job/b 50ms]"),
             "{}",
             t.describe()
         );
@@ -431,6 +539,7 @@ mod tests {
             &[place(0, "a", Class::Gang), place(1, "b", Class::Gang)],
             16,
             10,
+            None,
         );
         assert_eq!(admitted(&t, &[(0, 9), (1, 8)], 0, 1), 0b01);
         assert_eq!(admitted(&t, &[(0, 8), (1, 8)], 0, 1), 0b11);
@@ -454,6 +563,7 @@ mod tests {
             ],
             4,
             10,
+            None,
         );
         assert_eq!(t.conflicts.get(&0), Some(&0b010));
         assert_eq!(t.conflicts.get(&2), None, "c shares its cores with nobody");
@@ -489,6 +599,7 @@ mod tests {
             ],
             8,
             10,
+            None,
         );
         assert_eq!(t.conflicts.get(&0), Some(&0b0010));
         assert_eq!(t.conflicts.get(&3), None);
@@ -501,7 +612,12 @@ mod tests {
 
     #[test]
     fn a_gang_bigger_than_its_cpuset_is_too_big_for_its_own_cpus() {
-        let t = lay_out(&[bound(0, "wide", &[0, 1]), bound(1, "other", &[2])], 4, 10);
+        let t = lay_out(
+            &[bound(0, "wide", &[0, 1]), bound(1, "other", &[2])],
+            4,
+            10,
+            None,
+        );
         let all = [(0, 3), (1, 1)];
         // Leading, it takes its two CPUs and a gang on other cores fits
         // beside it; it never fills another gang's slot.
@@ -516,7 +632,7 @@ mod tests {
             place(1, "idle1", Class::Gang),
             place(2, "idle2", Class::Gang),
         ];
-        let t = lay_out(&gangs, 4, 10);
+        let t = lay_out(&gangs, 4, 10, None);
         // Six members on four CPUs: too big to fill beside a running
         // lead, but the idle gangs' slots would otherwise go to waste.
         assert_eq!(admitted(&t, &[(0, 6)], 1, 0), 0b011);
@@ -532,6 +648,7 @@ mod tests {
             ],
             4,
             10,
+            None,
         );
         assert_eq!(admitted(&t, &[(0, 6), (1, 5)], 2, 0), 0b101);
     }
@@ -549,12 +666,12 @@ mod tests {
             place(6, "y", Class::Gang),
         ];
         assert_eq!(
-            slot_names(&lay_out(&a, 2, 10)),
-            slot_names(&lay_out(&b, 2, 10))
+            slot_names(&lay_out(&a, 2, 10, None)),
+            slot_names(&lay_out(&b, 2, 10, None))
         );
         assert_eq!(
-            lay_out(&a, 2, 10).tiers[0].cycle,
-            lay_out(&b, 2, 10).tiers[0].cycle
+            lay_out(&a, 2, 10, None).tiers[0].cycle,
+            lay_out(&b, 2, 10, None).tiers[0].cycle
         );
     }
 
@@ -566,7 +683,7 @@ mod tests {
                 ..place(i, &format!("j{i:02}"), Class::Gang)
             })
             .collect();
-        let t = lay_out(&gangs, 4, 50);
+        let t = lay_out(&gangs, 4, 50, None);
         assert!(t.tiers[0].cycle <= MAX_CYCLE, "{:?}", t.tiers[0].cycle);
         assert_eq!(t.tiers[0].slots.len(), 60);
     }
@@ -574,7 +691,7 @@ mod tests {
     #[test]
     fn slot_boundaries_follow_the_clock() {
         let gangs = vec![place(0, "a", Class::Gang), place(1, "b", Class::Gang)];
-        let r = &lay_out(&gangs, 2, 0).tiers[0];
+        let r = &lay_out(&gangs, 2, 0, None).tiers[0];
         assert_eq!(r.cycle, Duration::from_millis(200));
         let ms = Duration::from_millis;
         // Any multiple of the cycle starts slot 0, on every node alike.
@@ -594,7 +711,7 @@ mod tests {
         assert_eq!(slot_at(r, big + ms(99)), Some((0b01, false, ms(1))));
         assert_eq!(slot_at(r, big + ms(100)), Some((0b10, false, ms(100))));
         assert_eq!(slot_at(r, big + ms(250)), Some((0b01, false, ms(50))));
-        let with_open = &lay_out(&gangs, 2, 20).tiers[0];
+        let with_open = &lay_out(&gangs, 2, 20, None).tiers[0];
         assert_eq!(with_open.cycle, ms(250));
         // The open phase runs the next slot's gangs after ordinary work.
         assert_eq!(
@@ -602,6 +719,128 @@ mod tests {
             Some((0b01, true, ms(40)))
         );
         assert_eq!(slot_at(&Rotation::default(), big), None);
+    }
+
+    fn rows(count: u32) -> Rows {
+        Rows {
+            count,
+            slot: Duration::from_millis(100),
+            open_pct: 10,
+        }
+    }
+
+    fn rowed(number: usize, rel: &str, row: u32) -> GangPlace {
+        GangPlace {
+            row: Some(row),
+            ..place(number, rel, Class::Gang)
+        }
+    }
+
+    /// (start ms, len ms, gangs) of each primary slot.
+    fn slots_ms(t: &Table) -> Vec<(u128, u128, u64)> {
+        t.tiers[0]
+            .slots
+            .iter()
+            .map(|s| (s.start.as_millis(), s.len.as_millis(), s.gangs))
+            .collect()
+    }
+
+    #[test]
+    fn a_multi_node_job_leads_its_row_whatever_else_each_node_runs() {
+        let m = rows(3);
+        // Node 1 runs the two-node jobs x (row 0) and y (row 1) only;
+        // node 2 runs them beside a gang of its own, numbered otherwise.
+        let one = lay_out(&[rowed(0, "x", 0), rowed(1, "y", 1)], 2, 10, Some(&m));
+        let two = lay_out(
+            &[
+                rowed(4, "y", 1),
+                place(2, "local", Class::Gang),
+                rowed(3, "x", 0),
+            ],
+            2,
+            10,
+            Some(&m),
+        );
+        assert_eq!(
+            slots_ms(&one),
+            vec![(0, 100, 1 << 0), (100, 100, 1 << 1), (200, 100, 0)]
+        );
+        assert_eq!(
+            slots_ms(&two),
+            vec![(0, 100, 1 << 3), (100, 100, 1 << 4), (200, 100, 1 << 2)]
+        );
+        // 300 ms of rows and a 10% open phase, on both.
+        assert_eq!(one.tiers[0].cycle, two.tiers[0].cycle);
+        assert_eq!(one.tiers[0].cycle, Duration::from_nanos(333_333_333));
+        // The BPF side's rotation_at() puts y's row at one moment on both.
+        let cycle = one.tiers[0].cycle.as_nanos() as u64;
+        let base = 1_700_000_000_000_000_000 / cycle * cycle + cycle;
+        let row1 = |t: &Table| {
+            pure::rotation_at(&t.to_bpf().tiers[0], base + 150_000_000).map(|(m, o, _)| (m, o))
+        };
+        assert_eq!(row1(&one), Some((1 << 1, false)));
+        assert_eq!(row1(&two), Some((1 << 4, false)));
+        assert!(
+            two.describe().contains("[row 1: /y 100ms]") && one.describe().contains("(any gang)"),
+            "{}",
+            two.describe()
+        );
+    }
+
+    #[test]
+    fn local_gangs_share_the_free_rows_and_cut_one_when_they_outnumber_them() {
+        let m = rows(3);
+        // One local gang leads every free row.
+        let t = lay_out(
+            &[rowed(0, "x", 1), place(1, "a", Class::Gang)],
+            2,
+            10,
+            Some(&m),
+        );
+        assert_eq!(
+            slots_ms(&t),
+            vec![(0, 100, 0b10), (100, 100, 0b01), (200, 100, 0b10)]
+        );
+        // Three local gangs, two free rows: the first row is cut in two.
+        let t = lay_out(
+            &[
+                rowed(0, "x", 1),
+                place(1, "a", Class::Gang),
+                place(2, "b", Class::Gang),
+                place(3, "c", Class::Gang),
+            ],
+            2,
+            10,
+            Some(&m),
+        );
+        assert_eq!(
+            slots_ms(&t),
+            vec![
+                (0, 50, 0b0010),
+                (50, 50, 0b1000),
+                (100, 100, 0b0001),
+                (200, 100, 0b0100)
+            ]
+        );
+        assert_eq!(t.tiers[0].gangs, 0b1111);
+        // Every row held: the local gang leads none, but is scheduled.
+        let t = lay_out(
+            &[rowed(0, "x", 0), place(1, "a", Class::Gang)],
+            2,
+            10,
+            Some(&rows(1)),
+        );
+        assert_eq!(slots_ms(&t), vec![(0, 100, 0b01)]);
+        assert_eq!(t.tiers[0].unled, vec!["a".to_string()]);
+        assert_eq!(t.tiers[0].gangs, 0b11);
+        // Two jobs given one row (more jobs than rows on a node) co-lead it;
+        // a row beyond the matrix (a controller with another config) wraps.
+        let t = lay_out(&[rowed(0, "x", 0), rowed(1, "y", 2)], 2, 10, Some(&rows(2)));
+        assert_eq!(slots_ms(&t), vec![(0, 100, 0b11), (100, 100, 0)]);
+        // Guest gangs keep their own path-order rotation.
+        let t = lay_out(&[place(0, "g", Class::GuestGang)], 2, 10, Some(&m));
+        assert_eq!(t.tiers[1].slots.len(), 1);
+        assert!(t.tiers[0].slots.is_empty());
     }
 
     #[test]
@@ -634,7 +873,7 @@ mod tests {
                 ..place(9, "g", Class::GuestGang)
             },
         ];
-        let b = lay_out(&gangs, 2, 10).to_bpf();
+        let b = lay_out(&gangs, 2, 10, None).to_bpf();
         assert_eq!(b.tiers[0].nr_slots, 1);
         assert_eq!(b.tiers[0].slots[0].gangs, 1 << 3);
         assert_eq!(b.tiers[0].slots[0].len_ns, 100_000_000);
@@ -660,7 +899,7 @@ mod tests {
     #[test]
     fn gangs_that_start_small_spread_over_the_llcs_and_keep_their_homes_as_they_grow() {
         let gangs = [place(0, "a", Class::Gang), place(1, "b", Class::Gang)];
-        let t = lay_out(&gangs, 8, 10);
+        let t = lay_out(&gangs, 8, 10, None);
         let mut homes = [NO_HOME; MAX_GANGS];
         // Each job's first thread: most room, not the first LLC that fits.
         homes_after(&t, &[(0, 1), (1, 1)], 0b11, &[4, 4], &mut homes);
@@ -673,7 +912,7 @@ mod tests {
 
     #[test]
     fn a_gang_bigger_than_any_llc_has_no_home_until_it_fits_one_then_keeps_it() {
-        let t = lay_out(&[place(0, "big", Class::Gang)], 8, 10);
+        let t = lay_out(&[place(0, "big", Class::Gang)], 8, 10, None);
         let mut homes = [NO_HOME; MAX_GANGS];
         // The thread that spawned five workers still counts.
         homes_after(&t, &[(0, 5)], 0b1, &[4, 4], &mut homes);
@@ -693,7 +932,7 @@ mod tests {
             place(1, "b", Class::Gang),
             place(2, "c", Class::Gang),
         ];
-        let t = lay_out(&gangs, 8, 10);
+        let t = lay_out(&gangs, 8, 10, None);
         let mut homes = [NO_HOME; MAX_GANGS];
         homes_after(&t, &[(0, 2), (1, 2)], 0b011, &[4, 4], &mut homes);
         assert_eq!((homes[0], homes[1]), (0, 1));
@@ -713,7 +952,7 @@ mod tests {
     fn a_bound_gang_is_homed_only_in_the_llcs_its_cpuset_touches() {
         let mut g = bound(0, "bound", &[4, 5]);
         g.llcs = 0b10;
-        let t = lay_out(&[g, place(1, "free", Class::Gang)], 8, 10);
+        let t = lay_out(&[g, place(1, "free", Class::Gang)], 8, 10, None);
         assert_eq!(t.llcs_of.get(&0), Some(&0b10));
         let mut homes = [NO_HOME; MAX_GANGS];
         homes_after(&t, &[(0, 2), (1, 3)], 0b11, &[4, 4], &mut homes);

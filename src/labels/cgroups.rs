@@ -26,6 +26,9 @@ pub const USER_XATTR: &str = "user.scx_linger.class";
 /// A gang's slot length in ms, beside the class label of the same namespace.
 pub const TRUSTED_SLOT_XATTR: &str = "trusted.scx_linger.slot_ms";
 pub const USER_SLOT_XATTR: &str = "user.scx_linger.slot_ms";
+/// A multi-node gang job's cluster row (gangs/table.rs), as a batch
+/// system other than Slurm sets it; root's namespace only.
+pub const TRUSTED_ROW_XATTR: &str = "trusted.scx_linger.row";
 
 /// Longest label value we read; a class name is a few bytes.
 const MAX_LABEL_LEN: usize = 64;
@@ -122,6 +125,8 @@ pub struct Resolved {
     pub heir: Heir,
     /// For a gang's own label: the slot length its label asks for.
     pub slot_ms: Option<u32>,
+    /// For a primary gang's own cgroup: its job's cluster row.
+    pub row: Option<u32>,
     pub warnings: Vec<String>,
 }
 
@@ -192,6 +197,8 @@ pub fn read_cgroup(mount: &Path, dir: &Path, cfg: &Config) -> Option<Cgroup> {
         request: request.map(|(c, _)| c.to_string()),
         request_slot: request.and_then(|(_, ms)| ms.map(str::to_string)),
         slurm_job,
+        trusted_row: read_label(dir, TRUSTED_ROW_XATTR),
+        record_row: record.as_ref().and_then(|r| r.row),
     };
     Some(Cgroup {
         rel,
@@ -269,6 +276,10 @@ pub fn resolve_all<'a>(
             (Some((_, src)), true) => own_slot_ms(&c.facts, src, &mut warnings),
             _ => None,
         };
+        let row = match (&own, class) {
+            (Some(_), Class::Gang) => own_row(&c.facts, &mut warnings),
+            _ => None,
+        };
         let parent_rel = parent_of(&c.rel);
         let parent = parent_rel.and_then(|p| ties.get(p)).copied();
         let (origin, job) = match (&source, parent) {
@@ -311,10 +322,33 @@ pub fn resolve_all<'a>(
             job,
             heir,
             slot_ms,
+            row,
             warnings,
         });
     }
     out
+}
+
+/// A primary gang's cluster row: root's label, else what slurmctld gave
+/// the Slurm job. Guest gangs have none: they run only on what primaries
+/// leave, which no two nodes have at the same moment.
+fn own_row(f: &Facts, warnings: &mut Vec<String>) -> Option<u32> {
+    match f.trusted_row.as_deref().map(str::parse::<u32>) {
+        Some(Ok(r)) => Some(r),
+        Some(Err(_)) => {
+            let shown: String = f
+                .trusted_row
+                .iter()
+                .flat_map(|r| r.chars())
+                .take(20)
+                .collect();
+            warnings.push(format!(
+                "row {shown:?} ignored: a row is a number, 0 to the config's [rows] count - 1"
+            ));
+            f.record_row
+        }
+        None => f.record_row,
+    }
 }
 
 /// A gang's slot length from the same place as its class label; a value

@@ -84,6 +84,8 @@ impl Class {
 
 /// Default gang slot length (LINGER_DEFAULT_SLOT_MS).
 pub const DEFAULT_SLOT_MS: u32 = intf::LINGER_DEFAULT_SLOT_MS;
+/// Default share of the primary gang cycle left to ordinary work.
+pub const DEFAULT_OPEN_PCT: u32 = intf::LINGER_DEFAULT_OPEN_PCT;
 /// Accepted slot lengths: short enough to rotate within a second, long
 /// enough that switching costs little (SCore-D: 1.4% at 1 s, more below).
 pub const SLOT_MS_RANGE: std::ops::RangeInclusive<u64> = 10..=1000;
@@ -191,6 +193,10 @@ pub struct Facts {
     pub request_slot: Option<String>,
     /// This is Slurm job N's own cgroup: a job of its own.
     pub slurm_job: Option<u64>,
+    /// `trusted.scx_linger.row` (raw), else the cluster row slurmctld gave
+    /// the Slurm job (slurm_rows.rs): root's and the batch system's only.
+    pub trusted_row: Option<String>,
+    pub record_row: Option<u32>,
 }
 
 /// The class a cgroup's own labels give it, if any (not inherited).

@@ -29,7 +29,36 @@ struct RawConfig {
     rules: Vec<RawRule>,
     #[serde(default, rename = "slurm_rule")]
     slurm_rules: Vec<RawSlurmRule>,
+    #[serde(default)]
+    rows: Option<RawRows>,
 }
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRows {
+    count: u32,
+    #[serde(default)]
+    slot_ms: Option<u64>,
+    #[serde(default)]
+    open_pct: Option<u32>,
+}
+
+/// The cluster's slot matrix (`[rows]`): every node of the cluster cuts
+/// its primary gang cycle into the same `count` rows of `slot` each, then
+/// an open phase of `open_pct` of the cycle, on CLOCK_TAI, so that a
+/// multi-node job given row r by the batch system (labels/slurm.rs) runs
+/// at the same moment on each of its nodes whatever else each node runs.
+/// The file must be the same on every node, and on the Slurm controller,
+/// which hands the rows out. docs/design.md, "Gangs across nodes".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rows {
+    pub count: u32,
+    pub slot: std::time::Duration,
+    pub open_pct: u32,
+}
+
+/// Most rows a cycle may have: every row is a slot of the table.
+pub const MAX_ROWS: u32 = 16;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -98,6 +127,8 @@ pub struct Config {
     pub honor_cpu_idle: bool,
     pub rules: Vec<Rule>,
     pub slurm_rules: Vec<SlurmRule>,
+    /// The cluster's slot matrix; None: each node lays out its own gangs.
+    pub rows: Option<Rows>,
     /// The file it came from, if any.
     pub path: Option<PathBuf>,
 }
@@ -109,6 +140,7 @@ impl Default for Config {
             honor_cpu_idle: true,
             rules: Vec::new(),
             slurm_rules: Vec::new(),
+            rows: None,
             path: None,
         }
     }
@@ -199,11 +231,13 @@ impl Config {
             .enumerate()
             .map(|(i, r)| slurm_rule(r).with_context(|| format!("slurm_rule {}", i + 1)))
             .collect::<Result<_>>()?;
+        let rows = raw.rows.as_ref().map(rows).transpose().context("[rows]")?;
         Ok(Config {
             default_class,
             honor_cpu_idle: raw.honor_cpu_idle.unwrap_or(true),
             rules,
             slurm_rules,
+            rows,
             path: None,
         })
     }
@@ -228,6 +262,29 @@ fn rule_slot(class: Class, slot_ms: Option<u64>) -> Result<Option<u32>> {
         }
         Some(ms) => Ok(Some(super::class::check_slot_ms(ms)?)),
     }
+}
+
+fn rows(r: &RawRows) -> Result<Rows> {
+    if !(1..=MAX_ROWS).contains(&r.count) {
+        bail!(
+            "count = {}: use 1 to {MAX_ROWS} rows (about as many as multi-node jobs share a node)",
+            r.count
+        );
+    }
+    let slot_ms = super::class::check_slot_ms(
+        r.slot_ms
+            .unwrap_or(u64::from(super::class::DEFAULT_SLOT_MS)),
+    )
+    .context("slot_ms")?;
+    let open_pct = r.open_pct.unwrap_or(super::class::DEFAULT_OPEN_PCT);
+    if open_pct > 50 {
+        bail!("open_pct = {open_pct}: use 0 to 50 (the share of the cycle left to ordinary work)");
+    }
+    Ok(Rows {
+        count: r.count,
+        slot: std::time::Duration::from_millis(u64::from(slot_ms)),
+        open_pct,
+    })
 }
 
 fn slurm_rule(r: &RawSlurmRule) -> Result<SlurmRule> {

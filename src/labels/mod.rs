@@ -4,7 +4,8 @@
 //! from the cgroup tree and the class every cgroup ends up with
 //! (cgroups.rs), the agent's copy of the tree and the events that keep
 //! it current (tree.rs, watch.rs), the site's rules (config.rs), Slurm's job cgroups and the
-//! records its Prolog leaves for them (slurm.rs), the
+//! records its Prolog leaves for them (slurm.rs), the cluster rows
+//! slurmctld hands multi-node gang jobs (slurm_rows.rs), the
 //! `tag`, `untag` and `ls` commands (tag.rs), and the running agent as
 //! label writers reach it: its pid file and notify signal (agent.rs).
 //!
@@ -18,6 +19,7 @@ pub mod config;
 #[cfg(test)]
 mod hostile_input;
 pub mod slurm;
+pub mod slurm_rows;
 pub mod tag;
 pub mod tree;
 pub mod watch;

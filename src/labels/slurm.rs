@@ -35,6 +35,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::slurm_rows;
+
 /// Where the Prolog leaves job records (root's tmpfs: gone at reboot,
 /// like the jobs).
 pub const RECORD_DIR: &str = "/run/scx_linger/slurm";
@@ -58,6 +60,9 @@ pub struct JobRecord {
     /// cgroup unless `CgroupJobIdPaths=yes`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sluid: Option<String>,
+    /// The cluster row slurmctld gave a multi-node job (slurm_rows.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row: Option<u32>,
 }
 
 impl JobRecord {
@@ -232,6 +237,7 @@ pub fn record_from_env(hook: Hook, var: impl Fn(&str) -> Option<String>) -> Resu
         request: nonempty("SPANK_LINGER"),
         // Anything else is not a name Slurm gives a cgroup: no alias.
         sluid: nonempty("SLURM_JOB_SLUID").filter(|s| is_sluid(s)),
+        row: None,
     })
 }
 
@@ -283,6 +289,9 @@ pub enum Hook {
     Prolog,
     /// Slurm's Epilog: remove the record.
     Epilog,
+    /// slurmctld's PrologSlurmctld: give a multi-node job its cluster row
+    /// (the config's `[rows]`; slurm_rows.rs).
+    Row,
     /// In each task before it runs (the SPANK plugin): wait until the
     /// agent has applied the job's class.
     Wait,
@@ -295,6 +304,7 @@ impl Hook {
             Hook::Prolog => "run `scx_linger slurm prolog` as Slurm's Prolog (slurm.conf: Prolog=)",
             Hook::Epilog => "run `scx_linger slurm epilog` as Slurm's Epilog (slurm.conf: Epilog=)",
             Hook::Wait => "`scx_linger slurm wait` runs in a job's task, from the SPANK plugin (plugstack.conf)",
+            Hook::Row => "run `scx_linger slurm row` as slurmctld's PrologSlurmctld (slurm.conf: PrologSlurmctld=)",
         }
     }
 
@@ -303,6 +313,7 @@ impl Hook {
             Hook::Prolog => "prolog",
             Hook::Epilog => "epilog",
             Hook::Wait => "wait",
+            Hook::Row => "row",
         }
     }
 }
@@ -310,18 +321,38 @@ impl Hook {
 /// `scx_linger slurm prolog|epilog`, in the environment slurmd gives the
 /// script; says in one line what it did. After the Prolog the agent is
 /// poked, in case the job's cgroup is there already (a later Slurm, or
-/// PrologFlags without Contain).
-pub fn run_hook(hook: Hook, dir: &Path) -> Result<String> {
+/// PrologFlags without Contain). `rows`: the config's `[rows]` count,
+/// or why the config could not say.
+pub fn run_hook(hook: Hook, dir: &Path, rows: Result<Option<u32>>) -> Result<String> {
     let rec = record_from_env(hook, |k| std::env::var(k).ok())?;
     match hook {
         Hook::Wait => wait_applied(dir, rec.job_id, || {
             super::agent::agent_pid(Path::new(super::agent::PID_FILE)).is_some()
         }),
         Hook::Prolog => {
+            let mut rec = rec;
+            // A multi-node job's row, as slurmctld gave it; without one it
+            // is a gang of this node only, which the line says.
+            let mut note = String::new();
+            let nodes = std::env::var("SLURM_JOB_NUM_NODES")
+                .ok()
+                .and_then(|n| n.trim().parse().ok());
+            match rows.and_then(|rows| slurm_rows::row_of(rec.job_id, nodes, rows)) {
+                Ok(row) => rec.row = row,
+                Err(e) => note = format!(" (no cluster row: {e:#})"),
+            }
             write_record(dir, &rec)?;
             super::agent::notify_agent();
-            Ok(format!("recorded Slurm job {} for scx_linger", rec.job_id))
+            let row = rec
+                .row
+                .map(|r| format!(", cluster row {r}"))
+                .unwrap_or_default();
+            Ok(format!(
+                "recorded Slurm job {}{row} for scx_linger{note}",
+                rec.job_id
+            ))
         }
+        Hook::Row => slurm_rows::assign(rec.job_id, rows?),
         Hook::Epilog => {
             remove_record(dir, rec.job_id)?;
             Ok(format!("removed Slurm job {}'s record", rec.job_id))

@@ -5,7 +5,6 @@
 use std::path::PathBuf;
 
 use crate::bpf::intf;
-use crate::gangs;
 use crate::labels::class;
 use crate::observe::scx_stats;
 
@@ -98,15 +97,17 @@ pub struct RunArgs {
     pub rescan_ms: u64,
 
     /// Default gang time slot, in ms (a gang's label may set its own).
-    /// Gangs that fit on the CPUs together share a slot.
+    /// Gangs that fit on the CPUs together share a slot. The config's
+    /// `[rows]`, where set, gives every primary gang slot its length.
     #[arg(long, default_value_t = class::DEFAULT_SLOT_MS as u64,
           value_parser = clap::value_parser!(u64).range(10..=1000))]
     pub slot_ms: u64,
 
     /// Share of each gang cycle, in percent, in which ordinary (non-gang)
     /// primary work comes before gangs. Outside it, ordinary work uses the
-    /// CPUs the running gangs leave free.
-    #[arg(long, default_value_t = gangs::table::DEFAULT_OPEN_PCT,
+    /// CPUs the running gangs leave free. The config's `[rows]`, where
+    /// set, has its own.
+    #[arg(long, default_value_t = class::DEFAULT_OPEN_PCT,
           value_parser = clap::value_parser!(u32).range(1..=50))]
     pub gang_open_pct: u32,
 

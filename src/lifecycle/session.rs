@@ -99,9 +99,35 @@ const BLIND_RESCAN: Duration = Duration::from_secs(1);
 /// and admission are BPF's, at every change: nothing here waits on this.
 const REPACK_EVERY: Duration = Duration::from_secs(1);
 
+/// How often the clock's synchronisation is looked at where the config
+/// sets cluster rows (the only case in which nodes' clocks must agree).
+const CLOCK_CHECK_EVERY: Duration = Duration::from_secs(30);
+
+/// Say once, when it changes, whether the clock is good enough for rows
+/// of `rows`: `last` is what was said before.
+fn check_clock(cfg: &Config, last: &mut Option<Option<String>>) {
+    let Some(rows) = cfg.rows else {
+        *last = None;
+        return;
+    };
+    let fault = match crate::node::clock_sync() {
+        Some(c) => c.fault_for(rows.slot),
+        None => Some("the clock's synchronisation state cannot be read (adjtimex refused: a seccomp filter such as systemd's ProtectClock=yes?): multi-node gang jobs may meet in their rows only by chance".into()),
+    };
+    if last.as_ref() == Some(&fault) {
+        return;
+    }
+    match (&fault, crate::node::clock_sync()) {
+        (Some(why), _) => warn!("{why}"),
+        (None, Some(c)) => info!("clock: {} (fit for cluster rows)", c.describe()),
+        (None, None) => {}
+    }
+    *last = Some(fault);
+}
+
 /// Hand BPF the labels of every cgroup in `tree`; keep them in `labelled`
 /// for the stats. A failure keeps the labels BPF already has: scheduling
-/// never waits on the agent. Returns true if any label changed.
+/// never waits on the agent. Returns true if any label (or the cluster rows) changed.
 fn publish_labels(
     sched: &mut Scheduler,
     rotation: &mut Rotation,
@@ -111,6 +137,7 @@ fn publish_labels(
 ) -> bool {
     let started = Instant::now();
     let resolved = cgroups::resolve_all(tree.cgroups(), cfg.default_class);
+    let reshaped = rotation.set_rows(cfg.rows);
     let want = rotation.label_entries(&resolved);
     let count = |c: Class| resolved.iter().filter(|r| r.own && r.class == c).count();
     let counts = Class::ALL.map(|c| format!("{} {c}", count(c))).join(", ");
@@ -141,7 +168,7 @@ fn publish_labels(
                 tree.count(),
                 started.elapsed()
             );
-            false
+            reshaped
         }
         Err(e) => {
             warn!("handing labels to BPF failed, keeping the previous labels: {e:#}");
@@ -199,6 +226,8 @@ pub fn run(
     let mut next_repack = Some(Instant::now());
     let mut next_stats = Instant::now() + stats_every;
     let mut next_sample = Instant::now();
+    let mut next_clock_check = Instant::now();
+    let mut clock_said = None;
     let mut last = Counters::default();
     let mut requested = false;
     // A reload is done once its relabelling is published.
@@ -251,6 +280,10 @@ pub fn run(
             Err(_) => {}
         }
         let now = Instant::now();
+        if now >= next_clock_check {
+            check_clock(cfg, &mut clock_said);
+            next_clock_check = now + CLOCK_CHECK_EVERY;
+        }
         if now >= next_rescan {
             dirty = vec![Dirty::All];
             next_apply = Some(now);

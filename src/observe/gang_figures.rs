@@ -23,6 +23,7 @@ pub fn gang_stats(rotation: &Rotation, sched: &Scheduler) -> Vec<GangStats> {
         out.push(GangStats {
             path: format!("/{}", g.rel),
             class: g.class.to_string(),
+            row: rotation.row_in_effect(g),
             size: st.nr_runnable.max(0) as u32,
             slots: st.slots,
             partial_starts: st.partial,
@@ -89,6 +90,7 @@ pub fn rotation_views(table: &Table, tai: Duration) -> Vec<RotationView> {
                     start_ms: ms(s.start),
                     len_ms: ms(s.len),
                     gangs: s.names.iter().map(|n| format!("/{n}")).collect(),
+                    row: s.row,
                 })
                 .collect(),
         })

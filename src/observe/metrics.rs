@@ -224,6 +224,39 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
         "CPUs online",
         Series::gauge(vec![(Labels::new(), u64::from(n.cpus))]),
     );
+    // The clock gang slots follow, as the kernel sees it (adjtimex): no
+    // sample where the agent may not read it.
+    let clock = n.clock.as_ref();
+    r.register(
+        "scx_linger_clock_synchronised",
+        "1 while a daemon (chrony, ptp4l) keeps the clock synchronised, as adjtimex reports",
+        Series::gauge(
+            clock
+                .map(|c| (Labels::new(), u64::from(c.synchronised)))
+                .into_iter()
+                .collect(),
+        ),
+    );
+    r.register(
+        "scx_linger_clock_error_seconds",
+        "The clock's estimated error (adjtimex esterror)",
+        Series::gauge(
+            clock
+                .map(|c| (Labels::new(), c.est_error_us as f64 / 1e6))
+                .into_iter()
+                .collect(),
+        ),
+    );
+    r.register(
+        "scx_linger_clock_tai_offset_seconds",
+        "TAI - UTC as the kernel has it: must be the same on every node of a multi-node gang job",
+        Series::gauge(
+            clock
+                .map(|c| (Labels::new(), f64::from(c.tai_offset_s)))
+                .into_iter()
+                .collect(),
+        ),
+    );
 
     let classes = &s.classes;
     r.register(
@@ -347,6 +380,11 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
         ),
     );
     r.register(
+        "scx_linger_gang_row",
+        "The cluster row each multi-node gang job leads (the config's [rows]); none for a gang of this node only",
+        Series::gauge(each(gangs, "gang", |g| &g.path, |g| g.row.map(u64::from))),
+    );
+    r.register(
         "scx_linger_gang_slots",
         "Time slots each gang was given",
         Series::counter(each(gangs, "gang", |g| &g.path, |g| Some(g.slots))),
@@ -454,9 +492,23 @@ mod tests {
         s.gangs.push(GangStats {
             path: "/mpi".into(),
             class: "gang".into(),
+            row: Some(2),
             ..Default::default()
         });
+        s.node.clock = Some(crate::node::ClockSync {
+            synchronised: true,
+            est_error_us: 250,
+            max_error_us: 1000,
+            tai_offset_s: 37,
+        });
         let text = render(&s, 3, 1000);
+        assert!(
+            text.contains("scx_linger_gang_row{gang=\"/mpi\"} 2"),
+            "{text}"
+        );
+        assert!(text.contains("scx_linger_clock_synchronised 1"));
+        assert!(text.contains("scx_linger_clock_error_seconds 0.00025"));
+        assert!(text.contains("scx_linger_clock_tai_offset_seconds 37.0"));
         assert!(text.contains("scx_linger_cpu_seconds_total{class=\"guest\"} 2.5"));
         assert!(text.contains("scx_linger_enabled 1"));
         assert!(text.contains("scx_linger_restarts_total 3"));
@@ -525,8 +577,10 @@ mod tests {
         s.jobs.push(JobStats::default());
         s.gangs.push(GangStats {
             skew_p99_us: Some(100.0),
+            row: Some(0),
             ..Default::default()
         });
+        s.node.clock = Some(crate::node::ClockSync::default());
         let text = render(&s, 0, 1000);
         let exported: std::collections::HashSet<&str> = text
             .lines()

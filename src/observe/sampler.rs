@@ -124,6 +124,7 @@ pub fn node() -> Node {
         state,
         scheduler,
         loadavg: [0, 1, 2].map(|i| load.get(i).copied().unwrap_or(0.0)),
+        clock: node::clock_sync(),
         ..Default::default()
     }
 }

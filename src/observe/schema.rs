@@ -53,6 +53,10 @@ pub struct Node {
     pub loadavg: [f64; 3],
     /// Whether the BPF side accounts per class and job (--no-accounting).
     pub accounting: bool,
+    /// How well the clock gang slots follow is synchronised; None where
+    /// the agent may not read it.
+    #[serde(default)]
+    pub clock: Option<crate::node::ClockSync>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -123,6 +127,10 @@ impl JobStats {
 pub struct GangStats {
     pub path: String,
     pub class: String,
+    /// The cluster row its job leads on every node it spans (the
+    /// config's `[rows]`); None for a gang of this node only.
+    #[serde(default)]
+    pub row: Option<u32>,
     /// Members runnable now: its size, as admission counts it.
     pub size: u32,
     pub slots: u64,
@@ -153,6 +161,9 @@ pub struct SlotView {
     pub start_ms: f64,
     pub len_ms: f64,
     pub gangs: Vec<String>,
+    /// The cluster row it is (part of), where the config sets `[rows]`.
+    #[serde(default)]
+    pub row: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -217,6 +228,9 @@ impl Snapshot {
         let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
         let us = fmt_delay_us;
         out += &format!("{} ({}) on {}\n", n.scheduler, n.state, n.summary());
+        if let Some(c) = &n.clock {
+            out += &format!("clock: {}\n", c.describe());
+        }
         out += &format!(
             "last {:.1} s: idle {:.2} CPUs, guest harvest {} (since start {})\n",
             self.machine.interval_s,
@@ -256,8 +270,12 @@ impl Snapshot {
             );
         }
         for g in &self.gangs {
+            let row = g
+                .row
+                .map(|r| format!(", cluster row {r}"))
+                .unwrap_or_default();
             out += &format!(
-                "gang {} ({} threads): {} slots, {} partial, skew p50 {} p99 {}, backfill {:.2} s\n",
+                "gang {} ({} threads{row}): {} slots, {} partial, skew p50 {} p99 {}, backfill {:.2} s\n",
                 g.path,
                 g.size,
                 g.slots,

@@ -56,6 +56,10 @@ pub struct LingerStats {
         desc = "Guest CPU time / CPU time the primaries left unused, over the interval (-1: no idle time to harvest)"
     )]
     pub guest_harvest_now: f64,
+    #[stat(desc = "1: the clock is synchronised (adjtimex); 0: it is not; -1: unreadable")]
+    pub clock_synchronised: i64,
+    #[stat(desc = "The clock's estimated error (us; -1: unreadable)")]
+    pub clock_error_us: f64,
     #[stat(desc = "Per class: primary, guest, gang, guest-gang")]
     pub classes: BTreeMap<String, ClassStat>,
     #[stat(desc = "Per job, by cgroup path")]
@@ -105,6 +109,8 @@ pub struct JobStat {
 pub struct GangStat {
     #[stat(desc = "gang or guest-gang")]
     pub class: String,
+    #[stat(desc = "The cluster row its multi-node job leads (-1: a gang of this node only)")]
+    pub row: i64,
     #[stat(desc = "Members runnable now")]
     pub size: u64,
     #[stat(desc = "Slots it has run")]
@@ -125,6 +131,8 @@ pub fn view(s: &Snapshot) -> LingerStats {
         interval_s: s.machine.interval_s,
         idle_cpus_now: s.machine.idle_cpus_now,
         guest_harvest_now: known(s.machine.guest_harvest_now),
+        clock_synchronised: s.node.clock.map_or(-1, |c| i64::from(c.synchronised)),
+        clock_error_us: s.node.clock.map_or(UNKNOWN, |c| c.est_error_us as f64),
         classes: s
             .classes
             .iter()
@@ -162,6 +170,7 @@ pub fn view(s: &Snapshot) -> LingerStats {
             .map(|g| {
                 let stat = GangStat {
                     class: g.class.clone(),
+                    row: g.row.map_or(-1, i64::from),
                     size: u64::from(g.size),
                     slots: g.slots,
                     cpu_seconds: g.cpu_seconds,

@@ -13,6 +13,7 @@ mod many_cpus;
 mod node_shaped;
 mod package;
 mod preflight;
+mod rows;
 mod slurm;
 mod stats;
 mod trace;

@@ -117,7 +117,7 @@ pub fn build(debug: bool) -> Result<PathBuf> {
         &s("/etc/default/scx_linger"),
         0o644,
     )?;
-    for hook in ["prolog", "epilog"] {
+    for hook in ["prolog", "epilog", "row"] {
         copy(
             &root.join("deploy/slurm").join(hook),
             &s(&format!("/usr/lib/scx_linger/slurm-{hook}")),

@@ -110,7 +110,15 @@ fn draw_header(f: &mut Frame, s: &Snapshot, area: Rect) {
         Span::styled("scx_linger top ", Style::new().add_modifier(Modifier::BOLD)),
         Span::raw(n.summary()),
     ]);
-    let sched = Line::from(format!("sched_ext: {} ({})", n.scheduler, n.state));
+    let clock = n
+        .clock
+        .map_or("clock: unreadable (adjtimex refused)".into(), |c| {
+            format!("clock: {}", c.describe())
+        });
+    let sched = Line::from(format!(
+        "sched_ext: {} ({})   {clock}",
+        n.scheduler, n.state
+    ));
     let pct = |v: Option<f64>| v.map_or("-".into(), |v| format!("{:.1}%", v * 100.0));
     let accounting = if n.accounting {
         String::new()
@@ -263,7 +271,10 @@ fn draw_gangs(f: &mut Frame, s: &Snapshot, area: Rect) {
             .slots
             .iter()
             .enumerate()
-            .map(|(i, sl)| format!("{i}={} {:.0}ms", sl.gangs.join("+"), sl.len_ms))
+            .map(|(i, sl)| {
+                let row = sl.row.map(|r| format!("row {r}:")).unwrap_or_default();
+                format!("{i}={row}{} {:.0}ms", sl.gangs.join("+"), sl.len_ms)
+            })
             .collect();
         let width = (inner.width as usize).saturating_sub(24).min(60);
         lines.push(Line::from(format!(
@@ -280,10 +291,12 @@ fn draw_gangs(f: &mut Frame, s: &Snapshot, area: Rect) {
         } else {
             0.0
         };
+        let row = g.row.map_or("this node".into(), |r| format!("row {r}"));
         lines.push(Line::from(format!(
-            "{:<24} {:<10} {} threads  {} slots  {:.1}% partial  skew p50 {} p99 {}  backfill {:.1} s",
+            "{:<24} {:<10} {:<9} {} threads  {} slots  {:.1}% partial  skew p50 {} p99 {}  backfill {:.1} s",
             g.path,
             g.class,
+            row,
             g.size,
             g.slots,
             partial,
@@ -335,11 +348,13 @@ mod tests {
                     start_ms: 0.0,
                     len_ms: 90.0,
                     gangs: vec!["/a".into()],
+                    row: None,
                 },
                 SlotView {
                     start_ms: 90.0,
                     len_ms: 90.0,
                     gangs: vec!["/b".into()],
+                    row: None,
                 },
             ],
         };

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Cluster rows (the config's `[rows]`): a multi-node gang job leads the
+//! row its batch system gave it at the same CLOCK_TAI moment on every
+//! node, whatever else each node runs. One node stands for all of them
+//! here: the job's row is judged against the clock under two different
+//! mixes of node-local gangs, from the kernel's sched_switch on the TAI
+//! trace clock.
+
+use std::time::Duration;
+
+use crate::common::*;
+use crate::gang::{job_threads, start_spinning};
+use crate::trace::{self, Run};
+
+/// The matrix the test's config sets: 3 rows of 100 ms and an open phase
+/// of 10% of the cycle, in whole nanoseconds as the agent computes it.
+const ROWS: i128 = 3;
+const SLOT_NS: i128 = 100_000_000;
+const CYCLE_NS: i128 = ROWS * SLOT_NS + ROWS * SLOT_NS * 10 / 90;
+const ROW: i128 = 1;
+
+/// Share of `tids`' run time inside row ROW's window of each cycle.
+fn share_in_row(runs: &[Run], tids: &[i32]) -> (f64, f64) {
+    let (mut inside, mut all) = (0.0, 0.0);
+    for r in runs.iter().filter(|r| tids.contains(&r.pid)) {
+        all += r.end - r.start;
+        // Cut the run at the row's edges, cycle by cycle.
+        let (mut t, end) = ((r.start * 1e9) as i128, (r.end * 1e9) as i128);
+        while t < end {
+            let cycle = t.div_euclid(CYCLE_NS) * CYCLE_NS;
+            let (lo, hi) = (cycle + ROW * SLOT_NS, cycle + (ROW + 1) * SLOT_NS);
+            let upto = end.min(if t < lo {
+                lo
+            } else if t < hi {
+                hi
+            } else {
+                cycle + CYCLE_NS
+            });
+            if t >= lo && t < hi {
+                inside += (upto - t) as f64 / 1e9;
+            }
+            t = upto;
+        }
+    }
+    (inside, all)
+}
+
+#[test]
+fn a_multi_node_jobs_row_keeps_its_moment_whatever_else_the_node_runs() {
+    require_guest();
+    assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
+    let cfg = results_dir().join("rows.toml");
+    std::fs::write(&cfg, "[rows]\ncount = 3\nslot_ms = 100\nopen_pct = 10\n").unwrap();
+    let agent = Agent::start(&["--config", cfg.to_str().unwrap()]);
+    // The job, as a batch system other than Slurm marks it: a gang with
+    // root's row label (Slurm's jobs get theirs from slurmctld).
+    let job = TestCgroup::new("t-rows/job");
+    tag(&job.rel, "gang");
+    xattr_set(&job.path, "trusted.scx_linger.row", &ROW.to_string());
+    let mut x = start_spinning(&job, 2);
+    let tx = job_threads(&x, 2);
+
+    let mut figures = Vec::new();
+    let mut locals = Vec::new();
+    // One node-local gang, then three: more than the two free rows, so
+    // one of them is cut in two. Each mix would move the job's slot if
+    // the node laid its gangs out on its own.
+    for mix in [1, 3] {
+        while locals.len() < mix {
+            let cg = TestCgroup::new(&format!("t-rows/local{}", locals.len()));
+            tag(&cg.rel, "gang");
+            let child = start_spinning(&cg, 2);
+            job_threads(&child, 2);
+            locals.push((cg, child));
+        }
+        // Let the agent lay the new table out, then watch on the TAI clock.
+        std::thread::sleep(Duration::from_secs(2));
+        let runs = trace::record_switches(Duration::from_secs(2), "tai");
+        let (inside, all) = share_in_row(&runs, &tx);
+        assert!(
+            all > 0.2,
+            "the job hardly ran with {mix} local gang(s): {all:.3} s"
+        );
+        figures.push((mix, inside / all, all));
+    }
+    assert!(
+        agent.output().contains("row 1: /t-rows/job"),
+        "the gang table does not give the job row 1: {}",
+        agent.output()
+    );
+    figure(&format!(
+        "rows: a gang job in cluster row 1 of 3 (100 ms each, 2 threads, 2 CPUs), sched_switch on the TAI clock over 2 s: {}",
+        figures
+            .iter()
+            .map(|(mix, share, all)| format!(
+                "beside {mix} local gang(s) {:.1}% of its {:.2} s of CPU in its row's window",
+                share * 100.0,
+                all
+            ))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    // Laid out node by node, its slot would come in path order, in a
+    // cycle whose length follows the mix, and meet the row's window only
+    // by chance. What is lost here is the start of each slot.
+    for (mix, share, _) in &figures {
+        assert!(
+            *share >= 0.85,
+            "beside {mix} local gang(s) only {:.1}% of the job's CPU time fell in its row",
+            share * 100.0
+        );
+    }
+    for (_, mut child) in locals {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let _ = x.kill();
+    let _ = x.wait();
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
