@@ -17,3 +17,4 @@ mod rows;
 mod slurm;
 mod stats;
 mod trace;
+mod two_nodes;

@@ -48,6 +48,7 @@ pub fn run(args: &DemoArgs) -> Result<i32> {
         icount: false,
         single_thread: false,
         qemu_plugin: None,
+        peer: None,
         cmd: vec![
             "sh".into(),
             script.to_string_lossy().into_owned(),

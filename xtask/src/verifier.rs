@@ -100,6 +100,7 @@ pub fn run(args: &VerifierArgs) -> Result<i32> {
             icount: false,
             single_thread: true,
             qemu_plugin: None,
+            peer: None,
             cmd: vec![vm::command_string(&cmd)],
         })?;
         let measured =

@@ -62,9 +62,50 @@ pub struct VmArgs {
     /// results folder (`cargo xtask bench --profile`).
     #[arg(long)]
     pub qemu_plugin: Option<String>,
+    /// Boot a second guest beside this one, joined to it by a network
+    /// link (a QEMU socket on the host's loopback; addresses only inside
+    /// the guests), sharing its results folder, and run this command in it
+    /// (through `sh -c`) while the first runs `cmd`. Each guest finds its
+    /// number (1, 2) in SCX_LINGER_NODE. The second is stopped once the
+    /// first is done.
+    #[arg(long)]
+    pub peer: Option<String>,
     /// The command to run in the guest (through `sh -c`).
     #[arg(last = true, required = true)]
     pub cmd: Vec<String>,
+}
+
+/// The two-node link: the first guest listens, the second connects.
+fn link_opts(node: u32, port: u16) -> String {
+    let end = if node == 1 { "listen" } else { "connect" };
+    format!(
+        "-device virtio-net-pci,netdev=link,mac=52:54:00:00:00:0{node} -netdev socket,id=link,{end}=127.0.0.1:{port}"
+    )
+}
+
+/// The script a guest runs: it marks the start first and records the exit
+/// code last, so a missing exit-code file means the command never
+/// finished, and a missing start mark that it never began. `tag` tells
+/// the files of a second guest apart ("" for the first).
+fn guest_script(dir: &Path, project: &Path, cmd: &str, node: Option<u32>) -> String {
+    let tag = match node {
+        Some(n) if n > 1 => format!("-n{n}"),
+        _ => String::new(),
+    };
+    let node_env = node.map_or(String::new(), |n| format!("export SCX_LINGER_NODE={n}\n"));
+    format!(
+        "#!/bin/sh\n\
+         : > {dir}/started{tag}\n\
+         export SCX_LINGER_RESULTS={dir}\n\
+         {node_env}\
+         export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n\
+         cd {project} || exit 97\n\
+         ( {cmd} ) > {dir}/output{tag}.log 2>&1 < /dev/null\n\
+         echo $? > {dir}/exit-code{tag}.tmp && mv {dir}/exit-code{tag}.tmp {dir}/exit-code{tag}\n\
+         sync\n",
+        dir = shell_quote(&dir.to_string_lossy()),
+        project = shell_quote(&project.to_string_lossy()),
+    )
 }
 
 /// The guest's process group, for the signal handler below (0: none).
@@ -194,21 +235,12 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
     let dir = new_run_dir()?;
     let project = project_root();
 
-    // The guest runs this script; it marks the start first and records
-    // the exit code last, so a missing exit-code file means the command
-    // never finished, and a missing start mark that it never began.
-    let script = format!(
-        "#!/bin/sh\n\
-         : > {dir}/started\n\
-         export SCX_LINGER_RESULTS={dir}\n\
-         export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n\
-         cd {project} || exit 97\n\
-         ( {cmd} ) > {dir}/output.log 2>&1 < /dev/null\n\
-         echo $? > {dir}/exit-code.tmp && mv {dir}/exit-code.tmp {dir}/exit-code\n\
-         sync\n",
-        dir = shell_quote(&dir.to_string_lossy()),
-        project = shell_quote(&project.to_string_lossy()),
-        cmd = command_string(&args.cmd),
+    let two_nodes = args.peer.is_some();
+    let script = guest_script(
+        &dir,
+        &project,
+        &command_string(&args.cmd),
+        two_nodes.then_some(1),
     );
     let script_path = dir.join("run.sh");
     std::fs::write(&script_path, script)?;
@@ -231,43 +263,49 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
         let results = dir.to_string_lossy();
         qemu_opts.push(format!("-plugin {}", plugin.replace("{results}", &results)));
     }
-    let console = std::fs::File::create(dir.join("console.log"))?;
-    let mut cmd = Command::new(&vng);
-    cmd.arg("--run")
-        .arg(&k.image)
-        .arg("--disable-kvm")
-        .arg("--cpus")
-        .arg(cpus.to_string())
-        .arg("--memory")
-        .arg(&args.mem)
-        .arg(format!("--rwdir={}", dir.display()))
-        .arg("--verbose");
-    for o in &qemu_opts {
-        cmd.arg(format!("--qemu-opts={o}"));
-    }
-    for n in &numa {
-        cmd.arg(format!("--numa={n}"));
-    }
-    if args.single_thread && !args.icount {
-        // Each secondary CPU calibrates its delay loop against the timer
-        // at boot; with every vCPU a slice of one host thread that fails
-        // over and over (measured: 64 vCPUs stuck for minutes). A preset
-        // value skips it; delays use the TSC on x86 anyway.
-        cmd.arg("--append=lpj=10000000");
-    }
-    cmd.arg("--")
-        .arg(format!(
-            "sh {}",
-            shell_quote(&script_path.to_string_lossy())
-        ))
-        .current_dir(&project)
-        .stdin(Stdio::null())
-        .stdout(console.try_clone()?)
-        .stderr(console)
-        .process_group(0);
+    // A port of this run's own for the link (one run per process).
+    let port = 20000 + (std::process::id() % 20000) as u16;
+    let guest = |node: u32, script: &Path, console: &str| -> Result<Command> {
+        let console = std::fs::File::create(dir.join(console))?;
+        let mut cmd = Command::new(&vng);
+        cmd.arg("--run")
+            .arg(&k.image)
+            .arg("--disable-kvm")
+            .arg("--cpus")
+            .arg(cpus.to_string())
+            .arg("--memory")
+            .arg(&args.mem)
+            .arg(format!("--rwdir={}", dir.display()))
+            .arg("--verbose");
+        for o in &qemu_opts {
+            cmd.arg(format!("--qemu-opts={o}"));
+        }
+        if two_nodes {
+            cmd.arg(format!("--qemu-opts={}", link_opts(node, port)));
+        }
+        for n in &numa {
+            cmd.arg(format!("--numa={n}"));
+        }
+        if args.single_thread && !args.icount {
+            // Each secondary CPU calibrates its delay loop against the timer
+            // at boot; with every vCPU a slice of one host thread that fails
+            // over and over (measured: 64 vCPUs stuck for minutes). A preset
+            // value skips it; delays use the TSC on x86 anyway.
+            cmd.arg("--append=lpj=10000000");
+        }
+        cmd.arg("--")
+            .arg(format!("sh {}", shell_quote(&script.to_string_lossy())))
+            .current_dir(&project)
+            .stdin(Stdio::null())
+            .stdout(console.try_clone()?)
+            .stderr(console);
+        Ok(cmd)
+    };
+    let mut cmd = guest(1, &script_path, "console.log")?;
+    cmd.process_group(0);
 
     step(&format!(
-        "booting {} on {} vCPU(s){}{}: {}",
+        "booting {} on {} vCPU(s){}{}{}: {}",
         k.release,
         cpus,
         args.topology
@@ -279,6 +317,11 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
         } else {
             ""
         },
+        if two_nodes {
+            ", beside a second node"
+        } else {
+            ""
+        },
         command_string(&args.cmd)
     ));
     let started = Instant::now();
@@ -286,6 +329,21 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
         .spawn()
         .with_context(|| format!("starting {}", vng.display()))?;
     kill_guest_if_we_are_killed(child.id() as i32);
+    // The second node joins the first's process group, so that every way
+    // the first is killed kills it too. Its QEMU connects to the first's
+    // listening socket, which is there once the first QEMU has started.
+    let mut peer = match &args.peer {
+        Some(peer_cmd) => {
+            std::thread::sleep(Duration::from_secs(2));
+            let path = dir.join("run-n2.sh");
+            std::fs::write(&path, guest_script(&dir, &project, peer_cmd, Some(2)))?;
+            std::fs::write(dir.join("output-n2.log"), b"")?;
+            let mut cmd = guest(2, &path, "console-n2.log")?;
+            cmd.process_group(child.id() as i32);
+            Some(cmd.spawn().context("starting the second node")?)
+        }
+        None => None,
+    };
 
     let mut streamer = LogStreamer::new(dir.join("output.log"));
     let deadline = started + Duration::from_secs(args.timeout);
@@ -306,6 +364,25 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
     };
     streamer.pump()?;
     let elapsed = started.elapsed();
+    if let Some(mut p) = peer.take() {
+        // It stops on its own once the first is done; else it is killed.
+        let until = Instant::now() + Duration::from_secs(60);
+        while p.try_wait()?.is_none() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        if p.try_wait()?.is_none() {
+            // SAFETY: kill(2) on the first node's process group, which the
+            // second node's vng and QEMU are in; no memory touched.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = p.wait();
+        }
+        if !dir.join("exit-code-n2").exists() {
+            step(&format!(
+                "the second node did not finish its command (console: {})",
+                dir.join("console-n2.log").display()
+            ));
+        }
+    }
 
     if status.is_none() {
         tail_console(&dir);

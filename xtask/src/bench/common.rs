@@ -129,6 +129,7 @@ pub fn run_script_with(
         icount,
         single_thread: false,
         qemu_plugin,
+        peer: None,
         cmd,
     })?;
     if outcome.exit_code != 0 {

@@ -40,6 +40,7 @@ pub const HOST_PACKAGES: &[&str] = &[
     "libslurm-dev",    // spank.h, for the SPANK plugin
     "make",            // builds the SPANK plugin (deploy/slurm/Makefile)
     "lintian",         // checks the Debian package
+    "chrony",          // synchronises the two-node guests' clocks
 ];
 
 /// The packages taken from bookworm-backports, and only these: QEMU 10

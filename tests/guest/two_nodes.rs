@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Two nodes and a real Slurm across them: gang jobs that span both,
+//! co-scheduled by the cluster rows slurmctld hands out (the config's
+//! `[rows]`), on clocks chrony keeps together.
+//!
+//! `cargo xtask test` boots two 1-vCPU guests joined by a QEMU socket
+//! link for this module (plain TCG: the guests keep real time, which the
+//! clocks need). The first runs the tests; the second runs `peer_node`,
+//! which brings its end of the link up and then does what the first asks
+//! over a TCP line protocol: shell commands, its agent, a trace. Each
+//! guest knows its number from SCX_LINGER_NODE.
+//!
+//! The cluster: chronyd serving on n1 and following it on n2; munged on
+//! both with the same key; slurmctld on n1 with our PrologSlurmctld;
+//! slurmd on both with our Prolog and Epilog; each node's agent with the
+//! same config, whose site rule makes the `gang` partition's jobs gangs.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+use crate::trace::{self, Run};
+
+const NET: &str = "192.0.2";
+const PEER_PORT: u16 = 7070;
+/// Where both nodes keep Slurm's state, spool and logs of their own.
+const LOCAL: &str = "/run/linger-two";
+/// The config both agents and the Slurm hooks read (the hooks read the
+/// default path, so it is written there on each node's own /etc).
+const CONFIG: &str = "/etc/scx_linger/config.toml";
+const ROWS: &str = "[rows]\ncount = 3\nslot_ms = 100\nopen_pct = 10\n";
+const RULE: &str = "[[slurm_rule]]\npartition = \"gang\"\nclass = \"gang\"\n";
+
+fn addr(n: u32) -> String {
+    format!("{NET}.{n}")
+}
+
+fn this_node() -> u32 {
+    std::env::var("SCX_LINGER_NODE")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+fn sh(cmd: &str) -> String {
+    let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Bring this node's end of the link up as n<N>, and what Slurm needs
+/// on a node without systemd (see slurm.rs).
+fn join_link(n: u32) {
+    sh("modprobe virtio_net");
+    let iface = fs::read_dir("/sys/class/net")
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|i| i != "lo")
+        .expect("no network interface: the guest was booted without the link");
+    sh(&format!(
+        "ip link set lo up && ip addr replace {}/24 dev {iface} && ip link set {iface} up",
+        addr(n)
+    ));
+    sh(&format!("hostname n{n}"));
+    let hosts = fs::read_to_string("/etc/hosts").unwrap_or_default();
+    if !hosts.contains(" n2") {
+        fs::write(
+            "/etc/hosts",
+            format!("{hosts}{} n1\n{} n2\n", addr(1), addr(2)),
+        )
+        .unwrap();
+    }
+    sh(&format!(
+        "mkdir -p {LOCAL}/state {LOCAL}/spool /run/munge /var/log/munge /var/lib/munge /run/chrony \
+         && chown munge:munge /run/munge /var/log/munge /var/lib/munge"
+    ));
+    sh("mkdir -p /sys/fs/cgroup/system.slice \
+        && for d in /sys/fs/cgroup /sys/fs/cgroup/system.slice; do \
+             echo '+cpuset +cpu' > $d/cgroup.subtree_control \
+             && { echo +memory > $d/cgroup.subtree_control || true; } || exit 1; \
+           done");
+}
+
+/// A daemon of this node, its output in the shared results folder.
+fn daemon(name: &str, cmd: &mut Command) -> Child {
+    let out = fs::File::create(results_dir().join(format!("n{}-{name}.out", this_node()))).unwrap();
+    cmd.env("SLURM_CONF", slurm_conf())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {name}: {e}"))
+}
+
+/// The first node's results folder, which both nodes see; the second
+/// keeps its own results in a folder below it.
+fn shared_dir() -> PathBuf {
+    let dir = results_dir();
+    match this_node() {
+        2 => dir.parent().map(Path::to_path_buf).unwrap_or(dir),
+        _ => dir,
+    }
+}
+
+fn slurm_conf() -> PathBuf {
+    shared_dir().join("slurm.conf")
+}
+
+/// munged and slurmd (and on n1 slurmctld first).
+fn start_slurm(n: u32) -> Vec<Child> {
+    let mut d = vec![daemon(
+        "munged",
+        Command::new("setpriv")
+            .args(["--reuid=munge", "--regid=munge", "--init-groups"])
+            .args(["munged", "--foreground", "--force"]),
+    )];
+    assert!(
+        wait_until(Duration::from_secs(10), || Path::new(
+            "/run/munge/munge.socket.2"
+        )
+        .exists()),
+        "munged did not start on n{n}"
+    );
+    if n == 1 {
+        d.push(daemon(
+            "slurmctld",
+            Command::new("slurmctld")
+                .args(["-D", "-i", "-f"])
+                .arg(slurm_conf()),
+        ));
+    }
+    d.push(daemon(
+        "slurmd",
+        Command::new("slurmd")
+            .args(["-D", "-N", &format!("n{n}"), "-f"])
+            .arg(slurm_conf()),
+    ));
+    d
+}
+
+/// The second node: join the link and do what the first asks, one line
+/// at a time, until it says bye. Not a test of its own: `cargo xtask
+/// test` runs it (`--ignored --exact`) in the second guest only.
+#[test]
+#[ignore = "the second node's half of two_nodes, run by cargo xtask test"]
+fn peer_node() {
+    require_guest();
+    assert_eq!(this_node(), 2, "peer_node runs in the second guest");
+    join_link(2);
+    let listener = TcpListener::bind((addr(2).as_str(), PEER_PORT)).unwrap();
+    let (stream, _) = listener.accept().unwrap();
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut out = stream;
+    let mut agent: Option<Agent> = None;
+    let mut daemons = Vec::new();
+    let mut chrony: Option<Child> = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        let (verb, arg) = line
+            .trim_end()
+            .split_once(' ')
+            .unwrap_or((line.trim_end(), ""));
+        let reply = match verb {
+            "sh" => {
+                let o = Command::new("sh").arg("-c").arg(arg).output().unwrap();
+                format!(
+                    "{}\n{}{}",
+                    o.status.code().unwrap_or(-1),
+                    String::from_utf8_lossy(&o.stdout),
+                    String::from_utf8_lossy(&o.stderr)
+                )
+            }
+            "sync" => {
+                // Step once to n1's clock, then follow it.
+                sh(&format!(
+                    "chronyd -u root -q -t 20 'server {} iburst'",
+                    addr(1)
+                ));
+                fs::write(
+                    "/run/chrony/client.conf",
+                    format!(
+                        "server {} iburst minpoll -2 maxpoll 0\nmakestep 0.01 -1\n",
+                        addr(1)
+                    ),
+                )
+                .unwrap();
+                chrony = Some(daemon(
+                    "chronyd",
+                    Command::new("chronyd").args([
+                        "-u",
+                        "root",
+                        "-d",
+                        "-f",
+                        "/run/chrony/client.conf",
+                    ]),
+                ));
+                "0\nstepped".into()
+            }
+            "slurm" => {
+                daemons = start_slurm(2);
+                "0\nstarted".into()
+            }
+            "agent" => {
+                agent = Some(Agent::start(&["--config", CONFIG]));
+                "0\nenabled".into()
+            }
+            "agent-stop" => {
+                let said = agent.take().map(|a| a.stop().1).unwrap_or_default();
+                format!("0\n{said}")
+            }
+            "trace" => {
+                let secs: f64 = arg.parse().unwrap_or(2.0);
+                let runs = trace::record_switches(Duration::from_secs_f64(secs), "tai");
+                let text: String = runs
+                    .iter()
+                    .map(|r| format!("{} {} {:.9} {:.9}\n", r.pid, r.cpu, r.start, r.end))
+                    .collect();
+                format!("0\n{text}")
+            }
+            "bye" => break,
+            _ => format!("2\nunknown request {verb:?}"),
+        };
+        write!(out, "{}\n{reply}", reply.len()).unwrap();
+        out.flush().unwrap();
+    }
+    drop(agent);
+    for mut d in daemons.into_iter().chain(chrony) {
+        let _ = d.kill();
+        let _ = d.wait();
+    }
+}
+
+/// The first node's line to the second.
+struct Peer {
+    reader: BufReader<TcpStream>,
+    writer: TcpStream,
+}
+
+impl Peer {
+    fn connect() -> Peer {
+        let started = Instant::now();
+        let stream = loop {
+            match TcpStream::connect((addr(2).as_str(), PEER_PORT)) {
+                Ok(s) => break s,
+                Err(e) if started.elapsed() > Duration::from_secs(120) => {
+                    panic!(
+                        "the second node never answered on {}:{PEER_PORT}: {e}",
+                        addr(2)
+                    )
+                }
+                Err(_) => std::thread::sleep(Duration::from_millis(300)),
+            }
+        };
+        Peer {
+            reader: BufReader::new(stream.try_clone().unwrap()),
+            writer: stream,
+        }
+    }
+
+    /// Ask; its exit code and output.
+    fn ask(&mut self, request: &str) -> (i32, String) {
+        writeln!(self.writer, "{request}").unwrap();
+        let mut len = String::new();
+        self.reader.read_line(&mut len).unwrap();
+        let len: usize = len
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("the second node broke off at {request:?}"));
+        let mut body = vec![0u8; len];
+        self.reader.read_exact(&mut body).unwrap();
+        let body = String::from_utf8_lossy(&body).into_owned();
+        let (code, text) = body.split_once('\n').unwrap_or((&body, ""));
+        (code.parse().unwrap_or(-1), text.to_string())
+    }
+
+    /// Ask, and fail the test if it failed.
+    fn must(&mut self, request: &str) -> String {
+        let (code, text) = self.ask(request);
+        assert_eq!(code, 0, "n2: {request}: {text}");
+        text
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = writeln!(self.writer, "bye");
+    }
+}
+
+/// The offset of n2's clock from n1's as chrony on n2 estimates it, in
+/// ms (positive: n2 is ahead).
+fn chrony_offset_ms(peer: &mut Peer) -> f64 {
+    let text = peer.must("sh chronyc -n tracking");
+    text.lines()
+        .find(|l| l.starts_with("System time"))
+        .and_then(|l| {
+            let mut w = l.split(':').nth(1)?.split_whitespace();
+            let secs: f64 = w.next()?.parse().ok()?;
+            let sign = if l.contains("fast") { 1.0 } else { -1.0 };
+            Some(sign * secs * 1e3)
+        })
+        .unwrap_or_else(|| panic!("no offset in chronyc tracking: {text}"))
+}
+
+/// Submit a two-node job of one rank per node; its id.
+fn submit(partition: &str, rounds: u64) -> u64 {
+    let dir = results_dir();
+    let out = Command::new("sbatch")
+        .env("SLURM_CONF", slurm_conf())
+        .args([
+            "--parsable",
+            "-N2",
+            "--ntasks-per-node=1",
+            "-p",
+            partition,
+            "-o",
+        ])
+        .arg(dir.join("job-%j.out"))
+        .arg(format!(
+            "--wrap=srun {} --slurm --rounds {rounds} --iters 20000",
+            bench_bin("exchange").display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "sbatch: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(';')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Wait for jobs to end; each job's wall time (its ranks' longest), s.
+fn wait_jobs(ids: &[u64], timeout: Duration) -> Vec<f64> {
+    let dir = results_dir();
+    let done = wait_until(timeout, || {
+        ids.iter().all(|id| {
+            fs::read_to_string(dir.join(format!("job-{id}.out")))
+                .is_ok_and(|t| t.matches("wall_ms=").count() >= 2)
+        })
+    });
+    let logs = || {
+        ["slurmctld", "slurmd"]
+            .iter()
+            .map(|n| fs::read_to_string(dir.join(format!("n1-{n}.out"))).unwrap_or_default())
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert!(
+        done,
+        "jobs {ids:?} did not finish in {timeout:?}: {}",
+        logs()
+    );
+    ids.iter()
+        .map(|id| {
+            let text = fs::read_to_string(dir.join(format!("job-{id}.out"))).unwrap();
+            text.split_whitespace()
+                .filter_map(|w| w.strip_prefix("wall_ms="))
+                .filter_map(|v| v.parse::<f64>().ok())
+                .fold(0.0, f64::max)
+                / 1e3
+        })
+        .collect()
+}
+
+/// Run `jobs` two-node jobs at once; the makespan (s).
+fn makespan(jobs: usize, rounds: u64) -> f64 {
+    let ids: Vec<u64> = (0..jobs).map(|_| submit("gang", rounds)).collect();
+    wait_jobs(&ids, Duration::from_secs(300))
+        .into_iter()
+        .fold(0.0, f64::max)
+}
+
+/// Each node's agent: started with `config` (written to CONFIG on each
+/// node's own /etc, through the shared folder for the second).
+fn start_agents(peer: &mut Peer, config: &str) -> Agent {
+    let shared = shared_dir().join("config.toml");
+    fs::write(&shared, config).unwrap();
+    fs::create_dir_all("/etc/scx_linger").unwrap();
+    fs::write(CONFIG, config).unwrap();
+    peer.must(&format!(
+        "sh mkdir -p /etc/scx_linger && cp {} {CONFIG}",
+        shared.display()
+    ));
+    peer.must("agent");
+    Agent::start(&["--config", CONFIG])
+}
+
+fn stop_agents(peer: &mut Peer, agent: Agent) -> String {
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+    peer.must("agent-stop")
+}
+
+/// The shell line that lists this node's ranks: `pid cgroup` per line.
+const LIST_RANKS: &str = "for p in $(pgrep -x exchange); do echo $p $(cat /proc/$p/cgroup); done";
+
+/// The ranks of job `id` in a LIST_RANKS listing.
+fn ranks_of(listing: &str, id: u64) -> Vec<i32> {
+    let job = format!("/job_{id}/");
+    listing
+        .lines()
+        .filter(|l| l.contains(&job))
+        .filter_map(|l| l.split_whitespace().next()?.parse().ok())
+        .collect()
+}
+
+/// Row slot length and cycle, as ROWS sets them (whole nanoseconds, as
+/// the agent computes them).
+const SLOT_NS: i128 = 100_000_000;
+const CYCLE_NS: i128 = 3 * SLOT_NS + 3 * SLOT_NS * 10 / 90;
+
+/// For each row of each cycle in which the job ran on both nodes, how
+/// far apart its first run in that row started on the two (s).
+fn row_start_skews(a: &[Run], b: &[Run]) -> Vec<f64> {
+    let firsts = |runs: &[Run]| {
+        let mut by_slot = std::collections::BTreeMap::new();
+        for r in runs {
+            let t = (r.start * 1e9) as i128;
+            let slot = (t.div_euclid(CYCLE_NS), t.rem_euclid(CYCLE_NS) / SLOT_NS);
+            by_slot.entry(slot).or_insert(t);
+        }
+        by_slot
+    };
+    let (fa, fb) = (firsts(a), firsts(b));
+    fa.iter()
+        .filter_map(|(slot, ta)| Some(((fb.get(slot)? - ta).abs()) as f64 / 1e9))
+        .collect()
+}
+
+fn runs_from_text(text: &str) -> Vec<Run> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some(Run {
+                pid: f.first()?.parse().ok()?,
+                cpu: f.get(1)?.parse().ok()?,
+                start: f.get(2)?.parse().ok()?,
+                end: f.get(3)?.parse().ok()?,
+            })
+        })
+        .collect()
+}
+
+/// Time both ranks of a job ran at once (s), from each node's trace on
+/// its own TAI clock, and each one's run time.
+fn together(a: &[Run], b: &[Run]) -> (f64, f64, f64) {
+    let spans = |r: &[Run]| trace::union(r.iter().map(|r| (r.start, r.end)).collect());
+    let (sa, sb) = (spans(a), spans(b));
+    (
+        trace::total(&trace::intersect(&sa, &sb)),
+        trace::total(&sa),
+        trace::total(&sb),
+    )
+}
+
+#[test]
+fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
+    require_guest();
+    assert_eq!(
+        this_node(),
+        1,
+        "run through `cargo xtask test`, which boots two nodes"
+    );
+    join_link(1);
+    // chronyd serves n1's clock to n2, which steps to it and follows.
+    fs::write(
+        "/run/chrony/server.conf",
+        format!("local stratum 8\nallow {NET}.0/24\n"),
+    )
+    .unwrap();
+    let chrony = daemon(
+        "chronyd",
+        Command::new("chronyd").args(["-u", "root", "-d", "-f", "/run/chrony/server.conf"]),
+    );
+    let mut peer = Peer::connect();
+    std::thread::sleep(Duration::from_secs(1));
+    peer.must("sync");
+
+    let dir = results_dir();
+    for (hook, name) in [
+        ("prolog", "prolog.sh"),
+        ("epilog", "epilog.sh"),
+        ("row", "row.sh"),
+    ] {
+        let p = dir.join(name);
+        fs::write(
+            &p,
+            format!(
+                "#!/bin/sh\nexport SLURM_CONF={}\nexec {AGENT} slurm {hook}\n",
+                slurm_conf().display()
+            ),
+        )
+        .unwrap();
+        sh(&format!("chmod 755 {}", p.display()));
+    }
+    let d = dir.display();
+    fs::write(
+        slurm_conf(),
+        format!(
+            "ClusterName=linger2\nSlurmctldHost=n1({a1})\nSlurmUser=root\nSlurmdUser=root\n\
+             AuthType=auth/munge\nStateSaveLocation={LOCAL}/state\nSlurmdSpoolDir={LOCAL}/spool\n\
+             SlurmctldPidFile={LOCAL}/ctld.pid\nSlurmdPidFile={LOCAL}/d.pid\n\
+             SlurmctldLogFile={d}/n1-slurmctld.log\nSlurmdLogFile={d}/slurmd-%n.log\n\
+             ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n\
+             SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/backfill\n\
+             PrologFlags=Contain\nProlog={d}/prolog.sh\nEpilog={d}/epilog.sh\nPrologSlurmctld={d}/row.sh\n\
+             MpiDefault=none\nReturnToService=2\nSlurmdTimeout=120\n\
+             MessageTimeout=60\nBatchStartTimeout=120\n\
+             NodeName=n1 NodeAddr={a1} CPUs=1 State=UNKNOWN\n\
+             NodeName=n2 NodeAddr={a2} CPUs=1 State=UNKNOWN\n\
+             PartitionName=gang Nodes=n1,n2 Default=YES OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n",
+            a1 = addr(1),
+            a2 = addr(2),
+        ),
+    )
+    .unwrap();
+    fs::write(
+        dir.join("cgroup.conf"),
+        "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nConstrainCores=yes\n",
+    )
+    .unwrap();
+    let mut daemons = start_slurm(1);
+    peer.must("slurm");
+    let idle = wait_until(Duration::from_secs(90), || {
+        let out = Command::new("sinfo")
+            .env("SLURM_CONF", slurm_conf())
+            .args(["-h", "-N", "-o", "%T"])
+            .output()
+            .unwrap();
+        let t = String::from_utf8_lossy(&out.stdout).into_owned();
+        t.lines().count() == 2 && t.lines().all(|l| l.trim() == "idle")
+    });
+    assert!(idle, "the two nodes did not come up idle");
+    let offset = chrony_offset_ms(&mut peer);
+
+    // One job alone on quiet nodes, under each scheduler: the ideal for
+    // two is twice that.
+    let rounds = 1000;
+    let with_rows = format!("{RULE}{ROWS}");
+    let alone_eevdf = makespan(1, rounds);
+    let agent = start_agents(&mut peer, &with_rows);
+    let alone = makespan(1, rounds);
+
+    // Then the nodes run different mixes: a node-local gang on n2 (one
+    // spinning thread, the agent's own label) and a guest on n1.
+    peer.must(&format!(
+        "sh mkdir -p /sys/fs/cgroup/t-local && {AGENT} tag t-local gang >/dev/null 2>&1; \
+         sh -c 'echo $$ > /sys/fs/cgroup/t-local/cgroup.procs; exec {}' > /dev/null 2>&1 &",
+        bench_bin("spin").display()
+    ));
+    let guest = TestCgroup::new("t-guest");
+    tag(&guest.rel, "guest");
+    let g = guest.spin(1);
+
+    // Two jobs with rows, traced on both nodes once every rank runs.
+    let ids = [submit("gang", rounds), submit("gang", rounds)];
+    let (mut near_ranks, mut far_ranks) = (String::new(), String::new());
+    let started = wait_until(Duration::from_secs(120), || {
+        near_ranks = sh(LIST_RANKS);
+        far_ranks = peer.must(&format!("sh {LIST_RANKS}"));
+        ids.iter().all(|id| {
+            !ranks_of(&near_ranks, *id).is_empty() && !ranks_of(&far_ranks, *id).is_empty()
+        })
+    });
+    assert!(
+        started,
+        "the ranks of jobs {ids:?} did not all start: n1 {near_ranks:?}, n2 {far_ranks:?}"
+    );
+    let remote = std::thread::scope(|s| {
+        let far = s.spawn(|| peer.must("trace 2"));
+        let near = trace::record_switches(Duration::from_secs(2), "tai");
+        (near, far.join().unwrap())
+    });
+    let both = wait_jobs(&ids, Duration::from_secs(300))
+        .into_iter()
+        .fold(0.0, f64::max);
+    let table = agent.output();
+    let n2_log = stop_agents(&mut peer, agent);
+    // One ideal for all three: twice the faster of the two alone runs.
+    let ideal = 2.0 * alone.min(alone_eevdf);
+    let rows_ratio = both / ideal;
+
+    // The same jobs, the agents laying gangs out node by node; then EEVDF.
+    let agent = start_agents(&mut peer, RULE);
+    let no_rows = makespan(2, rounds) / ideal;
+    stop_agents(&mut peer, agent);
+    let eevdf = makespan(2, rounds) / ideal;
+
+    // Across nodes: each job's ranks running at once, and the starts of
+    // each row on both nodes, from the two traces on the TAI clocks.
+    let (near, far) = (remote.0, runs_from_text(&remote.1));
+    let (mut co, mut skews) = (Vec::new(), Vec::new());
+    for id in &ids {
+        let (p1, p2) = (ranks_of(&near_ranks, *id), ranks_of(&far_ranks, *id));
+        let mine = |runs: &[Run], p: &[i32]| -> Vec<Run> {
+            runs.iter()
+                .filter(|r| p.contains(&r.pid))
+                .copied()
+                .collect()
+        };
+        let (a, b) = (mine(&near, &p1), mine(&far, &p2));
+        let (both_ran, ran_a, ran_b) = together(&a, &b);
+        co.push(both_ran / ran_a.max(ran_b).max(1e-9));
+        skews.extend(row_start_skews(&a, &b));
+    }
+    let (s50, s99, smax) = (
+        trace::percentile(&mut skews.clone(), 50),
+        trace::percentile(&mut skews.clone(), 99),
+        skews.iter().copied().fold(0.0, f64::max),
+    );
+    figure(&format!(
+        "two nodes (1 vCPU each, plain TCG), 2 two-node gang jobs (a rank per node, {rounds} rounds of compute and a UDP exchange), n2 also running a local gang and n1 a guest: makespan vs ideal (2x the faster of one job alone under each, same boot) scx_linger with rows {rows_ratio:.2}x, without rows {no_rows:.2}x, EEVDF {eevdf:.2}x; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s); with rows, each job's ranks running at once {:.0}% / {:.0}% of their run time; a row's start on n1 vs n2 p50 {:.2} ms p99 {:.2} ms max {:.2} ms over {} rows; chrony offset n2-n1 {offset:+.3} ms",
+        co.first().unwrap_or(&0.0) * 100.0,
+        co.get(1).unwrap_or(&0.0) * 100.0,
+        s50 * 1e3,
+        s99 * 1e3,
+        smax * 1e3,
+        skews.len()
+    ));
+    assert!(
+        table.contains("row 0: /") && table.contains("row 1: /"),
+        "n1's gang table has no rows for the two jobs: {table}"
+    );
+    assert!(n2_log.contains("row 0: /"), "n2's gang table: {n2_log}");
+    // Without rows the two nodes' cycles differ and the ranks meet by
+    // chance; with them they must do better than that, and no worse than
+    // the kernel's own scheduler, which is not held to slots at all.
+    assert!(
+        rows_ratio < no_rows && rows_ratio < eevdf * 1.05,
+        "rows {rows_ratio:.2}x ideal: not better than without rows ({no_rows:.2}x), or worse than EEVDF ({eevdf:.2}x)"
+    );
+    drop(g);
+    drop(peer);
+    daemons.push(chrony);
+    for mut d in daemons {
+        let _ = d.kill();
+        let _ = d.wait();
+    }
+}
