@@ -4,9 +4,9 @@
 //! thousands of short-lived cgroups; and what it keeps per cgroup goes
 //! away with the cgroups.
 //!
-//! The soak lasts SCX_LINGER_SOAK_SECS (60 s by default, what CI runs;
+//! The soak lasts SCX_LINGER_SOAK_SECS (30 s by default, what CI runs;
 //! `cargo xtask test --soak 300` for the full five minutes), the churn
-//! SCX_LINGER_CHURN cgroups (1000 by default).
+//! SCX_LINGER_CHURN cgroups (500 by default).
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -77,7 +77,7 @@ pub(crate) fn bogo_ops(out: &str) -> BTreeMap<String, u64> {
 #[test]
 fn stress_ng_as_primaries_and_guests_beside_a_gang_soaks_without_ejection() {
     require_guest();
-    let secs = env_or("SCX_LINGER_SOAK_SECS", 60);
+    let secs = env_or("SCX_LINGER_SOAK_SECS", 30);
     let mut agent = Agent::start(&["--stats", "10"]);
     let primary = TestCgroup::new("soak/primary");
     let guest = TestCgroup::new("soak/guest");
@@ -294,7 +294,7 @@ fn churn_batch(
 #[test]
 fn cgroup_churn_leaves_bpf_maps_and_agent_memory_at_baseline() {
     require_guest();
-    let total = env_or("SCX_LINGER_CHURN", 1000) as usize;
+    let total = env_or("SCX_LINGER_CHURN", 500) as usize;
     // No periodic rescan: cgroups made and removed reach the agent as
     // cgroupfs events.
     let mut agent = Agent::start(&[]);

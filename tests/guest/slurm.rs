@@ -256,13 +256,51 @@ impl Cluster {
 }
 
 impl Drop for Cluster {
+    /// Cancel every job and wait for Slurm to end them; then end what is
+    /// left by cgroup: slurmstepd runs a job's tasks on its own, so a job
+    /// whose kill request was still on its way when slurmd stopped would
+    /// otherwise spin on as primary work through the tests that follow.
     fn drop(&mut self) {
         let _ = self.cmd("scancel").args(["--full", "-u", "root"]).status();
+        wait_until(Duration::from_secs(15), || {
+            self.cmd("squeue")
+                .args(["-h", "-o", "%i"])
+                .output()
+                .is_ok_and(|o| o.stdout.is_empty())
+        });
         for d in self.daemons.iter_mut().rev() {
             let _ = d.kill();
             let _ = d.wait();
         }
+        kill_job_cgroups();
     }
+}
+
+/// Kill every process left in a Slurm job cgroup (cgroup.kill), and wait
+/// until they are gone.
+fn kill_job_cgroups() {
+    let jobs: Vec<PathBuf> = fs::read_dir("/sys/fs/cgroup/system.slice")
+        .into_iter()
+        .flatten()
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .ends_with("slurmstepd.scope")
+        })
+        .flat_map(|scope| fs::read_dir(scope.path()).into_iter().flatten())
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.join("cgroup.kill").exists())
+        .collect();
+    for job in &jobs {
+        let _ = fs::write(job.join("cgroup.kill"), "1");
+    }
+    wait_until(Duration::from_secs(10), || {
+        jobs.iter().all(|j| {
+            fs::read_to_string(j.join("cgroup.events")).map_or(true, |e| e.contains("populated 0"))
+        })
+    });
 }
 
 /// Job `id`'s own cgroup (found under whichever slurmstepd scope).
