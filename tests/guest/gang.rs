@@ -294,28 +294,21 @@ fn barrier_gangs_run_their_threads_together() {
 
     // The job alone, then two at once, under the kernel's own scheduler.
     // Alone twice, keeping the faster: the first run after boot pays for
-    // loading the binary and warming the emulator. The kernel's pair runs
-    // a job a third as long (against its own alone): it takes some 15x
-    // its ideal, and the ratio is what is reported.
-    let alone = |args: &[&str]| {
-        [0, 1]
-            .map(|_| {
-                let launched = Instant::now();
-                let r = finish(start_plain(args), Duration::from_secs(120));
-                (
-                    launched.elapsed().as_secs_f64() * 1e3,
-                    r.get("cpu_ms") as f64,
-                )
-            })
-            .into_iter()
-            .min_by(|x, y| x.0.total_cmp(&y.0))
-            .unwrap()
-    };
-    let (alone_wall, alone_cpu) = alone(&args);
+    // loading the binary and warming the emulator.
+    let (alone_wall, alone_cpu) = [0, 1]
+        .map(|_| {
+            let launched = Instant::now();
+            let r = finish(start_plain(&args), Duration::from_secs(120));
+            (
+                launched.elapsed().as_secs_f64() * 1e3,
+                r.get("cpu_ms") as f64,
+            )
+        })
+        .into_iter()
+        .min_by(|x, y| x.0.total_cmp(&y.0))
+        .unwrap();
     let ideal = 2.0 * alone_wall;
-    let short = ["--threads", "2", "--rounds", "6000", "--iters", ITERS];
-    let (short_wall, short_cpu) = alone(&short);
-    let eevdf = run_pair(|_| start_plain(&short));
+    let eevdf = run_pair(|_| start_plain(&args));
 
     let agent = Agent::start(&[]);
     let (a, b) = (TestCgroup::new("gang-a"), TestCgroup::new("gang-b"));
@@ -330,10 +323,10 @@ fn barrier_gangs_run_their_threads_together() {
         )
     };
     figure(&format!(
-        "gang: 2 barrier jobs x 2 threads on 2 CPUs (alone {alone_wall:.0} ms; EEVDF's pair a third as long): wall vs ideal EEVDF {:.2}x, scx_linger {:.2}x; CPU time vs alone EEVDF {:.2}x, scx_linger {:.2}x; threads together EEVDF {}, scx_linger {} (time together vs alone {:.2}x / {:.2}x)",
-        eevdf.wall_ms / (2.0 * short_wall),
+        "gang: 2 barrier jobs x 2 threads on 2 CPUs (alone {alone_wall:.0} ms): wall vs ideal EEVDF {:.2}x, scx_linger {:.2}x; CPU time vs alone EEVDF {:.2}x, scx_linger {:.2}x; threads together EEVDF {}, scx_linger {} (time together vs alone {:.2}x / {:.2}x)",
+        eevdf.wall_ms / ideal,
         linger.wall_ms / ideal,
-        eevdf.cpu_ms / (2.0 * short_cpu),
+        eevdf.cpu_ms / (2.0 * alone_cpu),
         linger.cpu_ms / (2.0 * alone_cpu),
         pct(&eevdf),
         pct(&linger),
