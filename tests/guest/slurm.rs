@@ -46,7 +46,8 @@ struct Cluster {
     daemons: Vec<Child>,
 }
 
-fn sh(cmd: &str) -> String {
+/// Run `cmd` with sh; its stdout, or the test fails with its output.
+pub(crate) fn sh(cmd: &str) -> String {
     let out = Command::new("sh").arg("-c").arg(cmd).output().unwrap();
     assert!(
         out.status.success(),
@@ -65,6 +66,31 @@ fn prepare_node() {
     // On loopback itself: glibc counts any address but 127.0.0.1 as
     // configured, and the LTS kernel we build has no dummy module.
     sh(&format!("ip addr replace {ADDR}/32 dev lo"));
+    munge_and_cgroups();
+    sh("touch /run/linger-slurm-prepared");
+}
+
+/// munged as the munge user in the foreground, started through `spawn`
+/// (which keeps its output); returns once its socket is there.
+pub(crate) fn start_munged(spawn: impl FnOnce(&mut Command) -> Child) -> Child {
+    let child = spawn(
+        Command::new("setpriv")
+            .args(["--reuid=munge", "--regid=munge", "--init-groups"])
+            .args(["munged", "--foreground", "--force"]),
+    );
+    assert!(
+        wait_until(Duration::from_secs(10), || Path::new(
+            "/run/munge/munge.socket.2"
+        )
+        .exists()),
+        "munged did not start (its output is in the results folder)"
+    );
+    child
+}
+
+/// What munged and slurmd need on a guest without systemd: munge's
+/// directories, and `system.slice` with the controllers enabled down to it.
+pub(crate) fn munge_and_cgroups() {
     sh("mkdir -p /run/munge /var/log/munge /var/lib/munge \
         && chown munge:munge /run/munge /var/log/munge /var/lib/munge");
     // cpuset and cpu are what binding and our accounting need; memory is
@@ -74,7 +100,6 @@ fn prepare_node() {
              echo '+cpuset +cpu' > $d/cgroup.subtree_control \
              && { echo +memory > $d/cgroup.subtree_control || true; } || exit 1; \
            done");
-    sh("touch /run/linger-slurm-prepared");
 }
 
 impl Cluster {
@@ -145,19 +170,7 @@ impl Cluster {
                 .spawn()
                 .unwrap()
         };
-        let mut daemons = vec![spawn(
-            Command::new("setpriv")
-                .args(["--reuid=munge", "--regid=munge", "--init-groups"])
-                .args(["munged", "--foreground", "--force"]),
-        )];
-        assert!(
-            wait_until(Duration::from_secs(10), || Path::new(
-                "/run/munge/munge.socket.2"
-            )
-            .exists()),
-            "munged did not start: {}",
-            fs::read_to_string(dir.join("log/setpriv.out")).unwrap_or_default()
-        );
+        let mut daemons = vec![start_munged(spawn)];
         daemons.push(spawn(
             Command::new("slurmctld")
                 .args(["-D", "-i", "-f"])
