@@ -197,7 +197,7 @@ fn main() -> ExitCode {
         } => client::print(&socket, json, interval, count).map(|_| ExitCode::SUCCESS),
         Command::Top { socket } => top::run(&socket).map(|_| ExitCode::SUCCESS),
         Command::Slurm { hook } => {
-            let rows = Config::load(None).map(|c| c.rows.map(|r| r.count));
+            let rows = || Config::load(None).map(|c| c.rows.map(|r| r.count));
             match slurm::run_hook(hook, std::path::Path::new(slurm::RECORD_DIR), rows) {
                 Ok(msg) => println!("{msg}"),
                 // `wait` gave up: the SPANK plugin logs it (exit 1).

@@ -321,9 +321,14 @@ impl Hook {
 /// `scx_linger slurm prolog|epilog`, in the environment slurmd gives the
 /// script; says in one line what it did. After the Prolog the agent is
 /// poked, in case the job's cgroup is there already (a later Slurm, or
-/// PrologFlags without Contain). `rows`: the config's `[rows]` count,
-/// or why the config could not say.
-pub fn run_hook(hook: Hook, dir: &Path, rows: Result<Option<u32>>) -> Result<String> {
+/// PrologFlags without Contain). `rows` reads the config's `[rows]`
+/// count, for the hooks that need it (not `wait`, which runs before
+/// every task).
+pub fn run_hook(
+    hook: Hook,
+    dir: &Path,
+    rows: impl FnOnce() -> Result<Option<u32>>,
+) -> Result<String> {
     let rec = record_from_env(hook, |k| std::env::var(k).ok())?;
     match hook {
         Hook::Wait => wait_applied(dir, rec.job_id, || {
@@ -337,7 +342,7 @@ pub fn run_hook(hook: Hook, dir: &Path, rows: Result<Option<u32>>) -> Result<Str
             let nodes = std::env::var("SLURM_JOB_NUM_NODES")
                 .ok()
                 .and_then(|n| n.trim().parse().ok());
-            match rows.and_then(|rows| slurm_rows::row_of(rec.job_id, nodes, rows)) {
+            match rows().and_then(|rows| slurm_rows::row_of(rec.job_id, nodes, rows)) {
                 Ok(row) => rec.row = row,
                 Err(e) => note = format!(" (no cluster row: {e:#})"),
             }
@@ -352,7 +357,7 @@ pub fn run_hook(hook: Hook, dir: &Path, rows: Result<Option<u32>>) -> Result<Str
                 rec.job_id
             ))
         }
-        Hook::Row => slurm_rows::assign(rec.job_id, rows?),
+        Hook::Row => slurm_rows::assign(rec.job_id, rows()?),
         Hook::Epilog => {
             remove_record(dir, rec.job_id)?;
             Ok(format!("removed Slurm job {}'s record", rec.job_id))

@@ -237,6 +237,8 @@ pub fn assign(job: u64, rows: Option<u32>) -> Result<String> {
             "job {job}: the config sets no [rows]: no cluster row to give"
         ));
     };
+    // Without the lock the row is still chosen, but two jobs starting at
+    // once may pick the same one: the line says so.
     let lock = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -245,6 +247,10 @@ pub fn assign(job: u64, rows: Option<u32>) -> Result<String> {
             nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
                 .map_err(|(_, e)| e.into())
         });
+    let unlocked = match &lock {
+        Ok(_) => String::new(),
+        Err(e) => format!(" (without the lock {LOCK}: {e})"),
+    };
     let shown = scontrol(&["show", "job", "-o"])?;
     let Some(me) = shown
         .lines()
@@ -253,6 +259,11 @@ pub fn assign(job: u64, rows: Option<u32>) -> Result<String> {
     else {
         bail!("job {job} is not in `scontrol show job`");
     };
+    // slurmctld runs it again for a job still starting when it restarts:
+    // the job keeps its row.
+    if let Some(row) = me.row {
+        return Ok(format!("job {job} keeps cluster row {row}"));
+    }
     let nodes = expand_hostlist(&me.nodes)?;
     if nodes.len() < 2 {
         return Ok(format!(
@@ -268,7 +279,7 @@ pub fn assign(job: u64, rows: Option<u32>) -> Result<String> {
     ])?;
     drop(lock);
     Ok(format!(
-        "job {job} holds cluster row {row} of {count} on {}",
+        "job {job} holds cluster row {row} of {count} on {}{unlocked}",
         me.nodes
     ))
 }

@@ -110,14 +110,15 @@ fn check_clock(cfg: &Config, last: &mut Option<Option<String>>) {
         *last = None;
         return;
     };
-    let fault = match crate::node::clock_sync() {
+    let clock = crate::node::clock_sync();
+    let fault = match clock {
         Some(c) => c.fault_for(rows.slot),
         None => Some("the clock's synchronisation state cannot be read (adjtimex refused: a seccomp filter such as systemd's ProtectClock=yes?): multi-node gang jobs may meet in their rows only by chance".into()),
     };
     if last.as_ref() == Some(&fault) {
         return;
     }
-    match (&fault, crate::node::clock_sync()) {
+    match (&fault, clock) {
         (Some(why), _) => warn!("{why}"),
         (None, Some(c)) => info!("clock: {} (fit for cluster rows)", c.describe()),
         (None, None) => {}

@@ -295,14 +295,14 @@ mod tests {
         let e = changelog_entry(
             "0.1.0",
             "A B <a@b.example>",
-            "Wed, 25 Nov 2026 15:00:00 +0000",
+            "Thu, 01 Jan 1970 00:00:00 +0000",
         );
         let lines: Vec<&str> = e.lines().collect();
         assert_eq!(lines[0], "scx-linger (0.1.0) unstable; urgency=medium");
         assert!(lines[2].starts_with("  * "));
         assert_eq!(
             lines[4],
-            " -- A B <a@b.example>  Wed, 25 Nov 2026 15:00:00 +0000"
+            " -- A B <a@b.example>  Thu, 01 Jan 1970 00:00:00 +0000"
         );
     }
 }
