@@ -15,6 +15,7 @@
 const UNITS: &[&str] = &[
     "bpf/main.bpf.c", // the ops; must come first (the skeleton's source)
     "bpf/account.bpf.c",
+    "bpf/bandwidth.bpf.c",
     "bpf/classify.bpf.c",
     "bpf/ctx.bpf.c",
     "bpf/gang.bpf.c",

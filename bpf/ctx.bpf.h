@@ -7,7 +7,7 @@
  * read it): which class it is in (classify), its vtime tier (vtime), its
  * cgroup's weight (weight), its accounting (account), its gang
  * bookkeeping and relief turn (gang), its guard grant (guard), its
- * wake-up bursts (wakeup). Storage
+ * wake-up bursts (wakeup), its cpu.max-limited cgroups (bandwidth). Storage
  * and lookups: ctx.bpf.c.
  */
 #ifndef __SCX_LINGER_CTX_BPF_H
@@ -15,6 +15,7 @@
 
 #include "linger.bpf.h"
 #include "account.bpf.h"
+#include "bandwidth.bpf.h"
 #include "classify.bpf.h"
 #include "gang.bpf.h"
 #include "guard.bpf.h"
@@ -31,6 +32,7 @@ struct task_ctx {
 	struct relief_task	relief;
 	struct guard_task	guard;
 	struct wakeup_task	wk;
+	struct bw_task		bw;
 };
 
 /* Per-CPU state, touched only by its own CPU. */

@@ -101,6 +101,20 @@ enum linger_consts {
 	 * name (x86 has 2 threads a core, POWER up to 8).
 	 */
 	LINGER_MAX_SMT_SIBLINGS	= 8,
+	/* Cgroups with a cpu.max limit the bandwidth map can hold. */
+	LINGER_MAX_BW_CGROUPS	= 16384,
+	/*
+	 * Limited cgroups (cpu.max) a task is charged to at most: the
+	 * nearest ones on its path to the root. Deeper nesting of limits is
+	 * rare (a job's limit, its user's or its account's).
+	 */
+	LINGER_BW_DEPTH		= 4,
+	/*
+	 * The DSQ where tasks of a cgroup that used up its cpu.max quota
+	 * wait for the next period (bpf/bandwidth.bpf.c), past the gang
+	 * DSQs.
+	 */
+	LINGER_BW_DSQ		= LINGER_GANG_DSQ_BASE + LINGER_MAX_GANGS,
 };
 
 /*
@@ -131,6 +145,21 @@ struct linger_cpu_topo {
 	u32	node;
 	u32	nr_siblings;	/* entries of siblings[] in use */
 	s32	siblings[LINGER_MAX_SMT_SIBLINGS];	/* the core's other CPUs */
+};
+
+/*
+ * A cgroup's cpu.max as the BPF side enforces it (hash map cgrp_bws,
+ * keyed by cgroup id; bpf/bandwidth.bpf.c). The limit comes from the
+ * kernel (ops.cgroup_set_bandwidth(), 6.17 and later) or, on a kernel
+ * without that op, from the agent, which reads cpu.max from cgroupfs and
+ * writes whole entries (period_end and used_ns zero). period_end and
+ * used_ns are the BPF side's alone after that.
+ */
+struct linger_bw {
+	u64	period_ns;	/* cpu.max's period */
+	u64	quota_ns;	/* run time the cgroup may have in one period */
+	u64	period_end;	/* scx_bpf_now() at which this period ends */
+	u64	used_ns;	/* run time charged to this period */
 };
 
 /*
@@ -289,6 +318,7 @@ enum linger_stat {
 	LINGER_STAT_SMT_KICK,		/* guest kicked off a core a primary started on */
 	LINGER_STAT_SMT_DECLINE,	/* CPU ran no guest: its sibling runs a primary */
 	LINGER_STAT_GANG_HOME_SWAP,	/* member outside its gang's home sent to a CPU there */
+	LINGER_STAT_BW_THROTTLE,	/* task held back: its cgroup used its cpu.max quota */
 	LINGER_NR_STATS,
 };
 

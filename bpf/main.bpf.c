@@ -122,16 +122,42 @@ static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
 {
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	/* The figures see the slice it ran, before the next one begins. */
-	u64 ran = account_checkpoint(tctx, scx_bpf_now());
+	u64 now = scx_bpf_now();
+	u64 ran = account_checkpoint(tctx, now), left;
 
 	gang_charge_run(cpu, tctx, ran);
+	bw_charge(prev, tctx, ran, now);
 	prev->scx.dsq_vtime = charged_vtime(prev, tctx, ran, false);
 	if (tctx)
 		tctx->guard.granted = false;
 	prev->scx.slice = weighted_slice(prev, tctx, tier_slice(tier));
+	/*
+	 * No longer than its cgroups' cpu.max leaves it; with nothing left,
+	 * a slice of 0, and the kernel enqueues it (where it is held)
+	 * instead of keeping it.
+	 */
+	left = bw_left(prev, tctx, now, NULL);
+	if (left < prev->scx.slice)
+		prev->scx.slice = left;
 	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST);
 	smt_note_cpu(cpu, tier == LINGER_TIER_PRIMARY);
 	stat_inc(LINGER_STAT_KEEP_PREV);
+}
+
+/*
+ * May @prev, still runnable, run on? Not once its cgroups' cpu.max has
+ * nothing left with its run so far counted: then it is no candidate to
+ * keep its CPU (stopping() charges it, enqueue() holds it), and the CPU
+ * takes what waits instead of idling with a task that may not run.
+ */
+static bool may_run_on(struct task_struct *prev, u64 now)
+{
+	struct task_ctx *tctx;
+
+	if (bw_none())
+		return true;
+	tctx = lookup_task_ctx(prev);
+	return bw_left(prev, tctx, now, NULL) > account_ran(tctx, now);
 }
 
 /*
@@ -169,8 +195,13 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 	bool is_idle = false;
 	s32 cpu;
 
-	/* Gang members are placed by enqueue(), in step with their slot. */
-	if (sched_gang(tctx) != LINGER_GANG_NONE)
+	/*
+	 * Gang members are placed by enqueue(), in step with their slot; a
+	 * task whose cgroup used its cpu.max quota is held there, and must
+	 * not claim an idle CPU it will not run on.
+	 */
+	if (sched_gang(tctx) != LINGER_GANG_NONE ||
+	    (!bw_none() && !bw_left(p, tctx, scx_bpf_now(), NULL)))
 		return prev_cpu;
 
 	/*
@@ -228,6 +259,12 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	wakeup_queue_key_undo(p, tctx);
 	if (tctx)
 		gang_count_runnable(tctx);
+	/*
+	 * Its cgroup used its cpu.max quota: it waits for the next period
+	 * outside every queue (bandwidth.bpf.c), even as a CPU's last task.
+	 */
+	if (bw_hold(p, tctx, enq_flags, scx_bpf_now()))
+		return;
 	if (gang != LINGER_GANG_NONE && tctx &&
 	    gang_swap_enqueue(p, tctx, enq_flags))
 		return;
@@ -351,13 +388,13 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	}
 
 	/* Labels or the gang table changed: re-sort the tasks already waiting. */
-	reclassify_queued();
+	reclassify_queued(now);
 
 	/* Any primary that has waited too long, whatever its vtime. */
 	if (guard_rescue_overdue(LINGER_TIER_PRIMARY, cpu, now))
 		return;
 
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED)) {
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && may_run_on(prev, now)) {
 		tctx = lookup_task_ctx(prev);
 		/*
 		 * An ordinary primary: not a guest, not a member of a slotted
@@ -494,6 +531,19 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	if (tctx)
 		granted = tctx->guard.granted;
 	p->scx.slice = weighted_slice(p, tctx, p->scx.slice);
+	/*
+	 * cpu.max: no longer than its cgroups have left. One queued before
+	 * its cgroup ran out has nothing left: it stops at once (the kick
+	 * makes its CPU schedule again) and enqueue() holds it.
+	 */
+	if (!bw_none()) {
+		u64 left = bw_left(p, tctx, now, NULL);
+
+		if (left < p->scx.slice)
+			p->scx.slice = left;
+		if (!left)
+			scx_bpf_kick_cpu(scx_bpf_task_cpu(p), 0);
+	}
 
 	/* Only a guest that is not on a guard grant may be kicked off. */
 	mark_guest_cpu(scx_bpf_task_cpu(p), tier == LINGER_TIER_GUEST && !granted);
@@ -523,6 +573,7 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	u64 ran = account_stopping(tctx, runnable, now);
 
 	p->scx.dsq_vtime = charged_vtime(p, tctx, ran, true);
+	bw_charge(p, tctx, ran, now);
 	guard_note_waiting(tctx, runnable, now);
 	gang_note_stopping(scx_bpf_task_cpu(p), tctx, ran);
 	wakeup_note_stopping(tctx, ran);
@@ -600,7 +651,28 @@ s32 BPF_STRUCT_OPS(linger_cgroup_init, struct cgroup *cgrp,
 		   struct scx_cgroup_init_args *args)
 {
 	set_cgroup_weight(cgrp, args->weight);
+	/* Its cpu.max, on kernels that pass it (6.17 and later). */
+	if (bpf_core_field_exists(args->bw_quota_us))
+		bw_set(cgrp, args->bw_period_us, args->bw_quota_us);
 	return 0;
+}
+
+/*
+ * cgroup_set_bandwidth: @cgrp's cpu.max (or cpu.max.burst) was written
+ * (6.17 and later; on older kernels the agent writes the same map from
+ * cgroupfs, and the loader leaves this op out). quota_us is the kernel's
+ * RUNTIME_INF for "max".
+ */
+void BPF_STRUCT_OPS(linger_set_bandwidth, struct cgroup *cgrp, u64 period_us,
+		    u64 quota_us, u64 burst_us)
+{
+	bw_set(cgrp, period_us, quota_us);
+}
+
+/* cgroup_exit: @cgrp is going away (for cgroups cgroup_init() saw). */
+void BPF_STRUCT_OPS(linger_cgroup_exit, struct cgroup *cgrp)
+{
+	bw_forget(cgrp);
 }
 
 void BPF_STRUCT_OPS(linger_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
@@ -611,18 +683,22 @@ void BPF_STRUCT_OPS(linger_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 /*
  * cgroup_move: @p moved from @from to @to, through the cpu controller
  * (moves elsewhere in the tree come through the cgroup_attach_task
- * tracepoint: reclassify.bpf.c). Its cgroup's weight changes with it.
+ * tracepoint: reclassify.bpf.c). Its cgroup's weight and cpu.max
+ * limits change with it.
  */
 void BPF_STRUCT_OPS(linger_cgroup_move, struct task_struct *p,
 		    struct cgroup *from, struct cgroup *to)
 {
-	weight_note_move(lookup_task_ctx(p), to);
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	weight_note_move(tctx, to);
+	bw_note_move(tctx);
 }
 
 /*
  * init: sleepable, before any task is scheduled by us: create the DSQs
- * (one per tier per LLC, one per gang), the CPU masks (each LLC's, the
- * guests', the primaries') and the slot timer.
+ * (one per tier per LLC, one per gang, the cpu.max hold), the CPU masks
+ * (each LLC's, the guests', the primaries') and the timers.
  */
 s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 {
@@ -648,6 +724,16 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 	ret = wakeup_timers_init();
 	if (ret) {
 		scx_bpf_error("failed to set up the wake-up timers: %d", ret);
+		return ret;
+	}
+	ret = scx_bpf_create_dsq(LINGER_BW_DSQ, -1);
+	if (ret) {
+		scx_bpf_error("failed to create the cpu.max hold DSQ: %d", ret);
+		return ret;
+	}
+	ret = bw_timer_init();
+	if (ret) {
+		scx_bpf_error("failed to set up the cpu.max release timer: %d", ret);
 		return ret;
 	}
 	ret = gang_timer_init();
@@ -677,6 +763,8 @@ SCX_OPS_DEFINE(linger_ops,
 	       .cgroup_init	= (void *)linger_cgroup_init,
 	       .cgroup_set_weight = (void *)linger_cgroup_set_weight,
 	       .cgroup_move	= (void *)linger_cgroup_move,
+	       .cgroup_exit	= (void *)linger_cgroup_exit,
+	       .cgroup_set_bandwidth = (void *)linger_set_bandwidth,
 	       .init		= (void *)linger_init,
 	       .exit		= (void *)linger_exit,
 	       /*

@@ -121,6 +121,49 @@ __hidden bool preempt_guest_for(const struct task_struct *p)
 }
 
 /*
+ * Wake @nr CPUs for tasks just put on the tier queues with no CPU in
+ * mind: idle ones, else (@take_guests, for primaries) ones running a
+ * guest, whose slices end at once. Picks any such CPU, not one a given
+ * task may use: a CPU woken for nothing it can run dispatches and idles
+ * again. For held tasks let go (bandwidth.bpf.c), after the loop that
+ * moved them: 6.12's verifier refuses a DSQ iterator step after the RCU
+ * unlock a per-task pick makes. A global function, verified once.
+ */
+__noinline int wake_cpus(u32 nr, bool take_guests)
+{
+	u32 nr_cpus = scx_bpf_nr_cpu_ids(), i;
+
+	bpf_for(i, 0, nr < nr_cpus ? nr : nr_cpus) {
+		const struct cpumask *idle = scx_bpf_get_idle_cpumask();
+		struct bpf_cpumask *mask;
+		s32 cpu = bpf_cpumask_any_distribute(idle);
+
+		scx_bpf_put_idle_cpumask(idle);
+		if ((u32)cpu < nr_cpus && scx_bpf_test_and_clear_cpu_idle(cpu)) {
+			stat_inc(LINGER_STAT_KICK_IDLE);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			continue;
+		}
+		if (!take_guests)
+			break;
+		cpu = -1;
+		bpf_rcu_read_lock();
+		mask = guest_cpus;
+		if (mask) {
+			cpu = bpf_cpumask_any_distribute(cast_mask(mask));
+			if ((u32)cpu >= nr_cpus || !bpf_cpumask_test_and_clear_cpu(cpu, mask))
+				cpu = -1;
+		}
+		bpf_rcu_read_unlock();
+		if (cpu < 0)
+			break;
+		stat_inc(LINGER_STAT_PREEMPT_GUEST);
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	}
+	return 0;
+}
+
+/*
  * A guest can also start without passing dispatch(): it was moved to the
  * CPU's local DSQ, and a primary that claimed the CPU went in ahead of it
  * (SCX_ENQ_PREEMPT puts it at the head). Meanwhile the CPU's bit is

@@ -23,5 +23,7 @@ s32 guest_cpu_for(const struct task_struct *p, s32 prev_cpu);
 bool preempt_guest_for(const struct task_struct *p);
 /* A guest starts on @cpu: end its slice if a primary queued meanwhile. */
 void guest_start_recheck(s32 cpu);
+/* Wake @nr CPUs, idle ones, else (@take_guests) ones running a guest. */
+int wake_cpus(u32 nr, bool take_guests);
 
 #endif /* __SCX_LINGER_PREEMPT_BPF_H */

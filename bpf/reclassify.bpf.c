@@ -10,7 +10,10 @@
  * moves between cgroups, the first CPU to dispatch walks the DSQs once and
  * moves every task whose class changed into its new tier's DSQ, level
  * with the new tier's clock. The same holds when the gang table gives a
- * gang a slot or takes it away.
+ * gang a slot or takes it away, and for tasks held for cpu.max
+ * (bandwidth.bpf.c) once their cgroups' next period begins: they go to
+ * the queue they would have been enqueued on, and CPUs are woken for
+ * them (wake_cpus()).
  *
  * A running task picks up a relabel when its slice ends: dispatch()
  * re-derives its class before deciding whether it may keep its CPU. A
@@ -21,6 +24,7 @@
  */
 #include "ctx.bpf.h"
 #include "llc.bpf.h"
+#include "preempt.bpf.h"
 #include "reclassify.bpf.h"
 #include "stats.bpf.h"
 
@@ -50,8 +54,34 @@ int BPF_PROG(linger_cgroup_attach, struct cgroup *dst, const char *path,
 	return 0;
 }
 
-/* label_gen + move_gen when the queued tasks were last sorted. */
+/* label_gen + move_gen + gang_sched_gen when the queued tasks were last sorted. */
 static u64 swept_gen;
+
+/*
+ * Move @p, queued on the DSQ @it walks, to DSQ @to with @tier's slice:
+ * FIFO onto a gang's DSQ, else onto a tier DSQ of LLC @llc by vtime,
+ * level with that tier's clock there. True if it moved.
+ */
+static __always_inline bool move_queued(struct bpf_iter_scx_dsq *it,
+					struct task_struct *p,
+					struct task_ctx *tctx, u32 tier,
+					u64 to, u32 llc)
+{
+	scx_bpf_dsq_move_set_slice(it, tier_slice(tier));
+	if (to >= LINGER_GANG_DSQ_BASE) {
+		if (!scx_bpf_dsq_move(it, p, to, 0))
+			return false;
+	} else {
+		scx_bpf_dsq_move_set_vtime(it, task_queue_vtime(p, tctx, tier, llc));
+		if (!scx_bpf_dsq_move_vtime(it, p, to, 0))
+			return false;
+		/* Its wait for relief (gang_relief()) starts on this queue. */
+		if (tier == LINGER_TIER_PRIMARY && tctx)
+			tctx->relief.queued_at = scx_bpf_now();
+	}
+	stat_inc(LINGER_STAT_RECLASSIFY);
+	return true;
+}
 
 /*
  * Move every task queued on @from that belongs elsewhere now: another
@@ -71,32 +101,65 @@ static void reclassify_dsq(u64 from, u32 llc)
 		struct task_ctx *tctx = lookup_task_ctx(p);
 		u32 tier = task_tier(p, tctx);
 		u64 to = task_dsq(tctx, tier, llc);
-		bool moved;
 
 		if (to == from || tier >= LINGER_NR_TIERS)
 			continue;
-		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, tier_slice(tier));
-		if (to >= LINGER_GANG_DSQ_BASE) {
-			moved = scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, to, 0);
-		} else {
-			scx_bpf_dsq_move_set_vtime(BPF_FOR_EACH_ITER,
-						   task_queue_vtime(p, tctx, tier, llc));
-			moved = scx_bpf_dsq_move_vtime(BPF_FOR_EACH_ITER, p, to, 0);
-		}
-		if (!moved)
-			continue;
-		stat_inc(LINGER_STAT_RECLASSIFY);
-		/* Its wait for relief (gang_relief()) starts on this queue. */
-		if (to == tier_dsq(LINGER_TIER_PRIMARY, llc) && tctx)
-			tctx->relief.queued_at = scx_bpf_now();
+		move_queued(BPF_FOR_EACH_ITER, p, tctx, tier, to, llc);
 	}
 }
 
-__hidden void reclassify_queued(void)
+/*
+ * Let go of every task held for cpu.max (bandwidth.bpf.c) whose cgroups
+ * have quota again: onto the queue it would have been enqueued on, near
+ * the CPU it was held on, with a CPU woken for it; the release timer is
+ * armed again for the first still held. A global function, verified
+ * once on its own, and one that keeps no count across the walk: another
+ * DSQ walk inlined into dispatch(), or a tally carried through it, puts
+ * 6.12's verifier past its million instructions.
+ */
+__noinline int release_held(u64 now)
+{
+	struct task_struct *p;
+
+	bpf_for_each(scx_dsq, p, LINGER_BW_DSQ, 0) {
+		struct task_ctx *tctx = lookup_task_ctx(p);
+		u64 until = 0, to;
+		u32 tier, llc;
+
+		if (!bw_left(p, tctx, now, &until)) {
+			bw_release_done(until, now);
+			continue;
+		}
+		/*
+		 * Its class as enqueue() found it, not looked up again: the
+		 * label walk nested in this one costs 6.12's verifier a
+		 * quarter of a million instructions, and a label change while
+		 * it was held applies at its next stop.
+		 */
+		tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
+		llc = cpu_llc_of(scx_bpf_task_cpu(p));
+		to = task_dsq(tctx, tier, llc);
+		if (tier < LINGER_NR_TIERS &&
+		    move_queued(BPF_FOR_EACH_ITER, p, tctx, tier, to, llc) &&
+		    to < LINGER_GANG_DSQ_BASE)
+			wake_cpus(1, tier == LINGER_TIER_PRIMARY);
+	}
+	return 0;
+}
+
+__hidden void reclassify_queued(u64 now)
 {
 	/* All only grow, so their sum changes whenever any does. */
 	u64 gen = label_gen + move_gen + gang_sched_gen, seen = swept_gen;
 	u32 g, llc;
+
+	/*
+	 * Tasks held for cpu.max whose cgroups' next period has begun, or
+	 * whose limit was lifted (so not behind bw_none(): the last limit
+	 * lifted must let its tasks go).
+	 */
+	if (bw_release_due(now))
+		release_held(now);
 
 	/* Cheap when nothing changed; one CPU claims each generation. */
 	if (gen == seen || __sync_val_compare_and_swap(&swept_gen, seen, gen) != seen)

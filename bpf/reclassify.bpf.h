@@ -8,7 +8,10 @@
 
 #include "linger.bpf.h"
 
-/* dispatch(): re-sort the queued tasks if labels, moves or slots changed. */
-void reclassify_queued(void);
+/*
+ * dispatch(): re-sort the queued tasks if labels, moves or slots changed,
+ * and let go of tasks held for cpu.max whose cgroups may run again.
+ */
+void reclassify_queued(u64 now);
 
 #endif /* __SCX_LINGER_RECLASSIFY_BPF_H */

@@ -27,7 +27,7 @@ pub const NR_STATS: usize = intf::linger_stat_LINGER_NR_STATS as usize;
 /// Gangs the slot table holds (LINGER_MAX_GANGS).
 const MAX_GANGS: usize = intf::linger_consts_LINGER_MAX_GANGS as usize;
 
-// SAFETY (all six): bindgen's repr(C) structs of bpf/intf.h, made of
+// SAFETY (all seven): bindgen's repr(C) structs of bpf/intf.h, made of
 // integers only, with every gap padded by an explicit field there, so any
 // bytes are a valid value and none is padding.
 unsafe impl bytemuck::Zeroable for intf::linger_label {}
@@ -42,6 +42,8 @@ unsafe impl bytemuck::Zeroable for intf::linger_job_acct {}
 unsafe impl bytemuck::Pod for intf::linger_job_acct {}
 unsafe impl bytemuck::Zeroable for intf::linger_cpu_topo {}
 unsafe impl bytemuck::Pod for intf::linger_cpu_topo {}
+unsafe impl bytemuck::Zeroable for intf::linger_bw {}
+unsafe impl bytemuck::Pod for intf::linger_bw {}
 
 /// A map value's bytes as the struct intf.h defines; a value of another
 /// size (never written by this BPF object) reads as zero.
@@ -105,6 +107,18 @@ pub struct Scheduler<'obj> {
     link: Option<Link>,
     /// What the cgrp_class map holds now (cgroup id -> label).
     labels: BTreeMap<u64, LabelEntry>,
+    /// The kernel hands cgroups' cpu.max to the scheduler itself
+    /// (ops.cgroup_set_bandwidth, 6.17 and later); else the agent does.
+    limits_from_kernel: bool,
+    /// What the agent has written to the cgrp_bws map (cgroup id -> limit).
+    limits: BTreeMap<u64, CpuLimit>,
+}
+
+/// A cgrp_bws entry: one cgroup's cpu.max (bpf/bandwidth.bpf.c).
+pub type CpuLimit = intf::linger_bw;
+
+fn same_limit(a: &CpuLimit, b: &CpuLimit) -> bool {
+    a.period_ns == b.period_ns && a.quota_ns == b.quota_ns
 }
 
 fn ns(d: Duration) -> u64 {
@@ -130,6 +144,15 @@ impl<'obj> Scheduler<'obj> {
         }
         if t.exit_dump_len > 0 {
             open.struct_ops.linger_ops_mut().exit_dump_len = t.exit_dump_len;
+        }
+        // Kernels before 6.17 have no bandwidth op: the agent reads
+        // cpu.max instead (sync_limits()). Left out here, so that the
+        // loader has nothing to warn about.
+        let limits_from_kernel =
+            scx_utils::compat::struct_has_field("sched_ext_ops", "cgroup_set_bandwidth")
+                .unwrap_or(false);
+        if !limits_from_kernel {
+            open.struct_ops.linger_ops_mut().cgroup_set_bandwidth = std::ptr::null_mut();
         }
         let watchdog_ms = open.struct_ops.linger_ops_mut().timeout_ms;
         let rodata = open
@@ -168,10 +191,20 @@ impl<'obj> Scheduler<'obj> {
             t.relief_slice.as_micros(),
             t.relief_wait.as_micros(),
         );
+        info!(
+            "cpu.max limits enforced, as {}",
+            if limits_from_kernel {
+                "the kernel passes them"
+            } else {
+                "the agent reads them from cgroupfs"
+            }
+        );
         Ok(Self {
             skel,
             link: None,
             labels: BTreeMap::new(),
+            limits_from_kernel,
+            limits: BTreeMap::new(),
         })
     }
 
@@ -220,6 +253,43 @@ impl<'obj> Scheduler<'obj> {
         self.labels = want.clone();
         if changed > 0 {
             bss_update!(self.skel, label_gen, |g| g.wrapping_add(1));
+        }
+        Ok(changed)
+    }
+
+    /// Make the cpu.max map equal `want` (cgroup id -> limit, from
+    /// cgroupfs), where the kernel does not pass limits itself; then tell
+    /// BPF how many there are and bump their generation, so that every
+    /// task looks its limited cgroups up again. Returns how many entries
+    /// changed. An entry is rewritten only when its limit changed: that
+    /// starts its period afresh.
+    pub fn sync_limits(&mut self, want: &BTreeMap<u64, CpuLimit>) -> Result<usize> {
+        if self.limits_from_kernel {
+            return Ok(0);
+        }
+        let map = &self.skel.maps.cgrp_bws;
+        let mut changed = 0;
+        for (id, limit) in want {
+            if !self
+                .limits
+                .get(id)
+                .is_some_and(|had| same_limit(had, limit))
+            {
+                map.update(&id.to_ne_bytes(), bytemuck::bytes_of(limit), MapFlags::ANY)
+                    .with_context(|| format!("writing the cpu.max of cgroup {id}"))?;
+                changed += 1;
+            }
+        }
+        for id in self.limits.keys().filter(|id| !want.contains_key(id)) {
+            // Already gone is fine: the entry is what we wanted removed.
+            let _ = map.delete(&id.to_ne_bytes());
+            changed += 1;
+        }
+        self.limits = want.clone();
+        if changed > 0 {
+            let nr = u32::try_from(want.len()).unwrap_or(u32::MAX);
+            bss_update!(self.skel, bw_nr_limits, |_n| nr);
+            bss_update!(self.skel, bw_gen, |g| g.wrapping_add(1));
         }
         Ok(changed)
     }

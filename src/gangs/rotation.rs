@@ -246,6 +246,7 @@ mod tests {
                 trusted: label.map(str::to_string),
                 ..Facts::default()
             },
+            cpu_max: None,
         };
         let cgs = vec![
             cg("", 1, None),

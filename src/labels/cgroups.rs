@@ -15,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use walkdir::WalkDir;
 
+use crate::bpf::program::CpuLimit;
 use crate::labels::class::{label_warnings, own_class, Class, Facts, Source};
 use crate::labels::config::Config;
 use crate::labels::slurm;
@@ -100,6 +101,42 @@ pub struct Cgroup {
     /// reads as cgrp->kn->id).
     pub id: u64,
     pub facts: Facts,
+    /// Its `cpu.max`, when that sets a limit (see CpuMax).
+    pub cpu_max: Option<CpuMax>,
+}
+
+/// A cgroup's `cpu.max` limit: `quota_us` of CPU time in every
+/// `period_us`. The BPF side enforces it (bpf/bandwidth.bpf.c); on a
+/// kernel that passes the limit to the scheduler itself the agent's
+/// reading is not used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuMax {
+    pub quota_us: u64,
+    pub period_us: u64,
+}
+
+impl CpuMax {
+    /// The BPF side's entry for it: the limit, a period not yet begun.
+    pub fn entry(&self) -> CpuLimit {
+        CpuLimit {
+            period_ns: self.period_us.saturating_mul(1000),
+            quota_ns: self.quota_us.saturating_mul(1000),
+            period_end: 0,
+            used_ns: 0,
+        }
+    }
+
+    /// `cpu.max` as the kernel writes it: "max 100000" (no limit) or
+    /// "50000 100000". Anything else reads as no limit.
+    pub fn parse(text: &str) -> Option<CpuMax> {
+        let mut it = text.split_whitespace();
+        let quota_us = it.next()?.parse().ok()?;
+        let period_us = it.next()?.parse().ok()?;
+        (period_us > 0 && quota_us > 0).then_some(CpuMax {
+            quota_us,
+            period_us,
+        })
+    }
 }
 
 /// A cgroup's effective class, where it came from, and what follows from
@@ -200,10 +237,14 @@ pub fn read_cgroup(mount: &Path, dir: &Path, cfg: &Config) -> Option<Cgroup> {
         trusted_row: read_label(dir, TRUSTED_ROW_XATTR),
         record_row: record.as_ref().and_then(|r| r.row),
     };
+    let cpu_max = std::fs::read_to_string(dir.join("cpu.max"))
+        .ok()
+        .and_then(|t| CpuMax::parse(&t));
     Some(Cgroup {
         rel,
         id: meta.ino(),
         facts,
+        cpu_max,
     })
 }
 
@@ -390,11 +431,24 @@ mod tests {
                 user: user.map(str::to_string),
                 ..Facts::default()
             },
+            cpu_max: None,
         }
     }
 
     fn class_of<'a>(r: &'a [Resolved], rel: &str) -> &'a Resolved {
         r.iter().find(|x| x.rel == rel).unwrap()
+    }
+
+    #[test]
+    fn cpu_max_reads_as_the_kernel_writes_it() {
+        let half = CpuMax::parse("50000 100000\n").unwrap();
+        assert_eq!((half.quota_us, half.period_us), (50000, 100000));
+        assert_eq!(half.entry().quota_ns, 50_000_000);
+        assert_eq!(half.entry().period_ns, 100_000_000);
+        // "max" is no limit, and so is anything the kernel never writes.
+        for text in ["max 100000", "", "50000", "0 100000", "50000 0", "x y"] {
+            assert_eq!(CpuMax::parse(text), None, "{text:?}");
+        }
     }
 
     #[test]
@@ -464,6 +518,7 @@ mod tests {
                 request_slot: Some("200".into()),
                 ..Facts::default()
             },
+            cpu_max: None,
             ..cg(rel, id, None, None)
         };
         let guest_slice = Cgroup {
@@ -471,6 +526,7 @@ mod tests {
                 rule: Some((Class::Guest, "system.slice".into())),
                 ..Facts::default()
             },
+            cpu_max: None,
             ..cg("system.slice", 2, None, None)
         };
         let cgs = vec![
@@ -513,6 +569,7 @@ mod tests {
                 rule: Some((Class::GuestGang, "partition=scavenger".into())),
                 ..Facts::default()
             },
+            cpu_max: None,
             ..cg(&format!("{scope}/job_7"), 4, None, None)
         };
         let cgs = vec![

@@ -9,8 +9,9 @@
 //! - A label set or removed (`setxattr`, as `tag` and `setfattr` do):
 //!   IN_ATTRIB on the cgroup's own watch (and its parent's): the cgroup is
 //!   read again.
-//! - A write to `cpu.idle`: IN_MODIFY named "cpu.idle" in the cgroup's
-//!   watch. Other files' writes (`cgroup.procs`, the kernel's own
+//! - A write to `cpu.idle` or `cpu.max`: IN_MODIFY named so in the
+//!   cgroup's watch (the first may change its class, the second its CPU
+//!   limit). Other files' writes (`cgroup.procs`, the kernel's own
 //!   `cgroup.events` notifications) are not label changes and are dropped.
 //! - The event queue overflowed: everything is read again.
 //!
@@ -154,7 +155,10 @@ impl Watcher {
                     }
                 }
                 Some(c) if is_dir && m.contains(AddWatchFlags::IN_ATTRIB) => add(Dirty::One(c)),
-                Some(_) if ev.name.as_deref() == Some(OsStr::new("cpu.idle")) => {
+                Some(_)
+                    if ev.name.as_deref() == Some(OsStr::new("cpu.idle"))
+                        || ev.name.as_deref() == Some(OsStr::new("cpu.max")) =>
+                {
                     add(Dirty::One(dir))
                 }
                 Some(_) => {}
@@ -269,6 +273,11 @@ mod tests {
         // files are not label changes.
         std::fs::write(m.join("a/cgroup.procs"), "1").unwrap();
         std::fs::write(m.join("a/cpu.idle"), "1").unwrap();
+        let want = Dirty::One("a".into());
+        let seen = until(&rx, &want);
+        assert_eq!(seen, [want], "{seen:?}");
+        // And cpu.max: the cgroup's limit is read again.
+        std::fs::write(m.join("a/cpu.max"), "50000 100000").unwrap();
         let want = Dirty::One("a".into());
         let seen = until(&rx, &want);
         assert_eq!(seen, [want], "{seen:?}");

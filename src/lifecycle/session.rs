@@ -4,6 +4,7 @@
 //! the kernel ends the run. Scheduling never waits on this loop: the BPF
 //! side decides on its own with what it was last given.
 
+use std::collections::BTreeMap;
 use std::mem::MaybeUninit;
 use std::path::Path;
 use std::sync::mpsc::Receiver;
@@ -15,7 +16,7 @@ use sd_notify::NotifyState;
 
 use super::args::RunArgs;
 use super::restart::Ending;
-use crate::bpf::program::{Scheduler, Tunables};
+use crate::bpf::program::{CpuLimit, Scheduler, Tunables};
 use crate::gangs::rotation::Rotation;
 use crate::labels::cgroups;
 use crate::labels::class::Class;
@@ -126,6 +127,23 @@ fn check_clock(cfg: &Config, last: &mut Option<Option<String>>) {
     *last = Some(fault);
 }
 
+/// Hand BPF the cpu.max of every limited cgroup in `tree` (a no-op where
+/// the kernel passes the limits itself). A failure keeps what BPF has.
+fn publish_limits(sched: &mut Scheduler, tree: &Tree) {
+    let want: BTreeMap<u64, CpuLimit> = tree
+        .cgroups()
+        .filter_map(|c| Some((c.id, c.cpu_max?.entry())))
+        .collect();
+    match sched.sync_limits(&want) {
+        Ok(0) => {}
+        Ok(changed) => info!(
+            "cpu.max: {} limited cgroups; {changed} map entries changed",
+            want.len()
+        ),
+        Err(e) => warn!("handing cpu.max limits to BPF failed, keeping the previous ones: {e:#}"),
+    }
+}
+
 /// Hand BPF the labels of every cgroup in `tree`; keep them in `labelled`
 /// for the stats. A failure keeps the labels BPF already has: scheduling
 /// never waits on the agent. Returns true if any label (or the cluster rows) changed.
@@ -137,6 +155,7 @@ fn publish_labels(
     cfg: &Config,
 ) -> bool {
     let started = Instant::now();
+    publish_limits(sched, tree);
     let resolved = cgroups::resolve_all(tree.cgroups(), cfg.default_class);
     let reshaped = rotation.set_rows(cfg.rows);
     let want = rotation.label_entries(&resolved);

@@ -8,6 +8,7 @@ mod common;
 mod faults;
 mod gang;
 mod lifecycle;
+mod limits;
 mod load;
 mod many_cpus;
 mod node_shaped;

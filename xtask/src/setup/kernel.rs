@@ -35,6 +35,8 @@ pub const REQUIRED_CONFIG: &[&str] = &[
     "CONFIG_DEBUG_INFO_BTF=y",
     "CONFIG_BPF_SYSCALL=y",
     "CONFIG_CGROUP_SCHED=y",
+    // cpu.max exists only with it; the scheduler enforces what it sets.
+    "CONFIG_CFS_BANDWIDTH=y",
 ];
 
 #[derive(clap::Args)]
@@ -308,6 +310,7 @@ const LTS_CONFIG: &[&str] = &[
     "CGROUPS",
     "CGROUP_SCHED",
     "FAIR_GROUP_SCHED",
+    "CFS_BANDWIDTH",
     "EXT_GROUP_SCHED",
     "SCHEDSTATS",
     "SCHED_DEBUG",
@@ -335,7 +338,11 @@ fn lts_kernel(version: &str) -> Kernel {
 
 fn build_lts(version: &str) -> Result<Kernel> {
     let k = lts_kernel(version);
-    if k.image.exists() && !k.release.is_empty() {
+    // A kernel built before an option joined REQUIRED_CONFIG is built
+    // again (incrementally, in the kept source tree).
+    let cached_ok = std::fs::read_to_string(lts_dir(version).join("config"))
+        .is_ok_and(|c| config_ok(&c).is_ok());
+    if k.image.exists() && !k.release.is_empty() && cached_ok {
         step(&format!("LTS kernel {} already built", k.release));
         install_config(&k.release, &lts_dir(version).join("config"))?;
         return Ok(k);
