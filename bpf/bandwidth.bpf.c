@@ -43,8 +43,8 @@
  * go to the rest of the gang and to backfill), since a job that is over
  * its limit must not hold CPUs it may not use.
  *
- * Not held back: kernel threads (never in a limited cgroup), tasks that
- * are exiting (they must run to release what they hold) and tasks with
+ * Not held back: kernel threads (never in a limited cgroup), dying tasks
+ * (task_dying(): they must run to release what they hold) and tasks with
  * migration disabled (inside a kernel section; held, they could stall
  * others): each is charged, and its cgroup's debt paid the next period.
  * cpu.max.burst is not applied: a cgroup's unused quota is not banked.
@@ -303,7 +303,7 @@ __hidden bool bw_hold(struct task_struct *p, struct task_ctx *tctx,
 {
 	u64 until;
 
-	if (bw_none() || (p->flags & (PF_EXITING | PF_KTHREAD)) ||
+	if (bw_none() || (p->flags & PF_KTHREAD) || task_dying(p) ||
 	    is_migration_disabled(p))
 		return false;
 	if (bw_left(p, tctx, now, &until))

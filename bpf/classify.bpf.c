@@ -92,6 +92,22 @@ static u32 system_task(struct class_task *c)
 	return c->tier = LINGER_TIER_PRIMARY;
 }
 
+/*
+ * A dying task (task_dying()) runs as an ordinary primary, out of its
+ * gang, whatever its class: under full primary load a guest would exit
+ * only on the starvation guard's trickle (a job of eight processes took
+ * 35 s to go), and a gang member that will never reach its barrier again
+ * has no slot to wait for. Its time still counts for its job.
+ */
+static u32 dying_or(const struct task_struct *p, struct class_task *c)
+{
+	if (task_dying(p)) {
+		c->gang = LINGER_GANG_NONE;
+		c->tier = LINGER_TIER_PRIMARY;
+	}
+	return c->tier;
+}
+
 __hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
 {
 	struct class_task *c;
@@ -116,7 +132,7 @@ __hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
 	cgid = cgrp->kn->id;
 	gen = label_gen;
 	if (c->cgid == cgid && c->gen == gen)
-		return c->tier;
+		return dying_or(p, c);
 
 	c->cgid = cgid;
 	c->gen = gen;
@@ -125,5 +141,6 @@ __hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
 		return system_task(c);
 	if (gang_of_ref(c->gang) >= LINGER_MAX_GANGS)
 		c->gang = LINGER_GANG_NONE;
-	return c->tier = class_tier(c->class);
+	c->tier = class_tier(c->class);
+	return dying_or(p, c);
 }

@@ -25,8 +25,24 @@ struct class_task {
 extern volatile u64 label_gen;
 
 /*
+ * Is @p dying: exiting, or with SIGKILL pending (a group kill, scancel,
+ * cgroup.kill and the OOM killer put it in every thread's own pending
+ * set)? It will run none of its job's code again, but it must run to
+ * exit: until then it holds its memory and its cgroup, and a batch
+ * system that waits for a killed job's tasks drains the node once they
+ * outlive its timeout (Slurm's UnkillableStepTimeout, 60 s).
+ */
+static __always_inline bool task_dying(const struct task_struct *p)
+{
+	/* SIGKILL is 9: bit 8 of the first word of the pending set. */
+	return (p->flags & PF_EXITING) || (p->pending.signal.sig[0] & (1ULL << 8));
+}
+
+/*
  * The tier @p is scheduled in, its class, job and gang recomputed into
- * @tctx->cls if its cgroup or the labels changed since last time.
+ * @tctx->cls if its cgroup or the labels changed since last time. A dying
+ * task is an ordinary primary whatever its class (no gang), its time
+ * still its job's.
  */
 u32 task_tier(const struct task_struct *p, struct task_ctx *tctx);
 

@@ -13,7 +13,8 @@
  * gang a slot or takes it away, and for tasks held for cpu.max
  * (bandwidth.bpf.c) once their cgroups' next period begins: they go to
  * the queue they would have been enqueued on, and CPUs are woken for
- * them (wake_cpus()).
+ * them (wake_cpus()). A task sent SIGKILL is re-sorted too: dying, it
+ * is an ordinary primary (classify.bpf.h: task_dying()).
  *
  * A running task picks up a relabel when its slice ends: dispatch()
  * re-derives its class before deciding whether it may keep its CPU. A
@@ -54,7 +55,26 @@ int BPF_PROG(linger_cgroup_attach, struct cgroup *dst, const char *path,
 	return 0;
 }
 
-/* label_gen + move_gen + gang_sched_gen when the queued tasks were last sorted. */
+/*
+ * Bumped whenever a task is sent SIGKILL: from then on it is dying
+ * (task_dying()) and an ordinary primary, but a guest already waiting in
+ * the guest DSQ under full primary load would wait there for the
+ * starvation guard's trickle, one task at a time. A kill of a whole job
+ * (scancel, cgroup.kill) fires this once per task; one sweep moves them.
+ */
+static u64 kill_gen;
+
+SEC("tp_btf/signal_generate")
+int BPF_PROG(linger_signal_generate, int sig, struct kernel_siginfo *info,
+	     struct task_struct *task, int group, int result)
+{
+	/* SIGKILL is 9. */
+	if (sig == 9)
+		__sync_fetch_and_add(&kill_gen, 1);
+	return 0;
+}
+
+/* The sum of the generations above when the queued tasks were last sorted. */
 static u64 swept_gen;
 
 /*
@@ -150,7 +170,7 @@ __noinline int release_held(u64 now)
 __hidden void reclassify_queued(u64 now)
 {
 	/* All only grow, so their sum changes whenever any does. */
-	u64 gen = label_gen + move_gen + gang_sched_gen, seen = swept_gen;
+	u64 gen = label_gen + move_gen + kill_gen + gang_sched_gen, seen = swept_gen;
 	u32 g, llc;
 
 	/*

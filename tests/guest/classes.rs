@@ -682,3 +682,43 @@ fn partial_mode_keeps_primaries_in_the_fair_class_and_guests_harvest() {
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
 }
+
+/// A guest job killed under full primary load (as `scancel` or a unit
+/// stop does, through `cgroup.kill`) is gone within seconds: its tasks
+/// must run to exit, and a batch system drains a node whose killed job
+/// outlives its timeout for that (Slurm's UnkillableStepTimeout, 60 s by
+/// default). Judged from the kernel's `cgroup.events`.
+#[test]
+fn a_killed_guest_job_exits_promptly_under_full_primary_load() {
+    require_guest();
+    let p = nr_cpus();
+    let primary = TestCgroup::new("t-kill/primary");
+    let guest = TestCgroup::new("t-kill/guest");
+    let agent = Agent::start(&[]);
+    tag(&guest.rel, "guest");
+    let _prim = primary.spin(p);
+    let _job = guest.spin(4 * p);
+    std::thread::sleep(Duration::from_secs(2));
+
+    let t = Instant::now();
+    std::fs::write(guest.path.join("cgroup.kill"), "1").unwrap();
+    let empty = wait_until(Duration::from_secs(60), || {
+        std::fs::read_to_string(guest.path.join("cgroup.events"))
+            .is_ok_and(|e| e.lines().any(|l| l == "populated 0"))
+    });
+    let took = t.elapsed();
+    figure(&format!(
+        "guest job of {} processes killed beside {p} CPU-bound primaries: empty after {:.0} ms",
+        4 * p,
+        took.as_secs_f64() * 1e3
+    ));
+    assert_eq!(state(), "enabled", "ejected: {:?}", ejections(&dmesg()));
+    // A dying task runs as a primary: it needs a few ms of CPU, not
+    // the starvation guard's trickle of 1 ms per CPU every 2 s.
+    assert!(
+        empty && took < Duration::from_secs(5),
+        "the killed guest job still had tasks after {took:?}"
+    );
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
