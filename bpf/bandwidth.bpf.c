@@ -78,32 +78,45 @@ struct {
 	__uint(max_entries, 1);
 } bw_timers SEC(".maps");
 
+static void release_no_later_than(u64 at, u64 now);
+
 /* A quota the kernel passes for "max" (RUNTIME_INF), or too large to be one. */
 static bool unlimited(u64 period_us, u64 quota_us)
 {
 	return !period_us || quota_us >= (u64)-1 / 1000;
 }
 
+/*
+ * Called for every cgroup the kernel initialises (at load, and for each
+ * new one) and at every cpu.max write: only a real change bumps the
+ * generation (every task then looks its limits up again) and looks at
+ * the held tasks again (a lifted or looser limit lets them go).
+ */
 __hidden void bw_set(struct cgroup *cgrp, u64 period_us, u64 quota_us)
 {
 	u64 id = cgrp->kn->id;
 	struct linger_bw *bw, fresh = {};
 
 	if (unlimited(period_us, quota_us)) {
-		if (!bpf_map_delete_elem(&cgrp_bws, &id))
-			__sync_fetch_and_sub(&bw_nr_limits, 1);
+		if (bpf_map_delete_elem(&cgrp_bws, &id))
+			return;
+		__sync_fetch_and_sub(&bw_nr_limits, 1);
 	} else if ((bw = bpf_map_lookup_elem(&cgrp_bws, &id))) {
+		if (bw->period_ns == period_us * 1000 &&
+		    bw->quota_ns == quota_us * 1000)
+			return;
 		bw->period_ns = period_us * 1000;
 		bw->quota_ns = quota_us * 1000;
 	} else {
 		fresh.period_ns = period_us * 1000;
 		fresh.quota_ns = quota_us * 1000;
-		if (!bpf_map_update_elem(&cgrp_bws, &id, &fresh, BPF_NOEXIST))
-			__sync_fetch_and_add(&bw_nr_limits, 1);
+		if (bpf_map_update_elem(&cgrp_bws, &id, &fresh, BPF_NOEXIST))
+			return;
+		__sync_fetch_and_add(&bw_nr_limits, 1);
 	}
 	__sync_fetch_and_add(&bw_gen, 1);
-	/* Held tasks are looked at again at the next dispatch(). */
-	release_at = 0;
+	/* Held tasks are looked at again now: the limit may be gone. */
+	release_no_later_than(0, 0);
 }
 
 __hidden void bw_forget(struct cgroup *cgrp)
@@ -114,7 +127,7 @@ __hidden void bw_forget(struct cgroup *cgrp)
 		return;
 	__sync_fetch_and_sub(&bw_nr_limits, 1);
 	__sync_fetch_and_add(&bw_gen, 1);
-	release_at = 0;
+	release_no_later_than(0, 0);
 }
 
 __hidden void bw_note_move(struct task_ctx *tctx)

@@ -20,8 +20,9 @@ struct bw_task {
 
 /*
  * Limits in force, and a generation bumped whenever one is set, changed
- * or removed. Written by the kernel's bandwidth op where the kernel has
- * it, else by the agent (src/bpf/program.rs), never by both.
+ * or removed. Written by whoever sets the limits, the kernel's bandwidth
+ * op where the kernel has it, else the agent (src/bpf/program.rs), and
+ * by ops.cgroup_exit() when a limited cgroup goes.
  */
 extern volatile u32 bw_nr_limits;
 extern volatile u64 bw_gen;
