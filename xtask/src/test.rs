@@ -213,6 +213,39 @@ impl Tally {
     }
 }
 
+/// Boots again a pass may have after the emulator's int3 oops ended one.
+const OOPS_BOOTS: u32 = 2;
+
+/// The tests a boot finished before the emulator ended it, from libtest's
+/// `test NAME ... ok` / `... FAILED` lines (a boot cut short prints no
+/// summary), so that the next boot skips them.
+#[derive(Default)]
+struct Finished {
+    names: Vec<String>,
+    passed: u64,
+    failed: u64,
+    oopses: u32,
+}
+
+impl Finished {
+    fn scan(&mut self, output: &str) {
+        for line in output.lines() {
+            let Some((name, result)) = line
+                .strip_prefix("test ")
+                .and_then(|rest| rest.split_once(" ... "))
+            else {
+                continue;
+            };
+            match result.trim() {
+                "ok" => self.passed += 1,
+                "FAILED" => self.failed += 1,
+                _ => continue,
+            }
+            self.names.push(name.to_string());
+        }
+    }
+}
+
 /// How long each stage of a run took, printed as it ends and again at
 /// the close, so a slow CI run says where its time went.
 #[derive(Default)]
@@ -285,6 +318,7 @@ pub fn run(args: &TestArgs) -> Result<i32> {
     lint_package(&deb)?;
     t = stages.done("guest test build and package", t);
     let mut failures = Vec::new();
+    let mut oopses = 0;
     for (i, k) in kernels.iter().enumerate() {
         for pass in passes(args, i == 0) {
             if pass.first_kernel_only && i > 0 {
@@ -315,19 +349,46 @@ pub fn run(args: &TestArgs) -> Result<i32> {
                     ),
                 ])
             });
-            let outcome = vm::run(&VmArgs {
-                kernel: k.clone(),
-                topology: pass.topology,
-                cpus: pass.cpus,
-                mem: "2G".into(),
-                timeout: pass.timeout,
-                icount: false,
-                single_thread: pass.single_thread,
-                qemu_plugin: None,
-                peer,
-                cmd: vec![vm::command_string(&cmd)],
-            })?;
             let what = format!("{k}, {} pass", pass.name);
+            // The emulator's int3 oops ends a boot now and then: boot
+            // again for the tests that had not finished, and count it.
+            let mut finished = Finished::default();
+            let outcome = loop {
+                let mut this = cmd.clone();
+                for name in &finished.names {
+                    this.extend(["--skip".to_string(), name.clone()]);
+                }
+                match vm::run(&VmArgs {
+                    kernel: k.clone(),
+                    topology: pass.topology,
+                    cpus: pass.cpus,
+                    mem: "2G".into(),
+                    timeout: pass.timeout,
+                    icount: false,
+                    single_thread: pass.single_thread,
+                    qemu_plugin: None,
+                    peer: peer.clone(),
+                    cmd: vec![vm::command_string(&this)],
+                }) {
+                    Err(e) if finished.oopses < OOPS_BOOTS => {
+                        let Some(oops) = e.downcast_ref::<vm::EmulatorOops>() else {
+                            return Err(e);
+                        };
+                        let output = std::fs::read_to_string(oops.dir.join("output.log"))
+                            .unwrap_or_default();
+                        finished.scan(&output);
+                        finished.oopses += 1;
+                        oopses += 1;
+                        step(&format!(
+                            "{e}; booting again for the tests left ({} finished; boot {} of {})",
+                            finished.names.len(),
+                            finished.oopses + 1,
+                            OOPS_BOOTS + 1
+                        ));
+                    }
+                    other => break other?,
+                }
+            };
             if let Ok(figures) = std::fs::read_to_string(outcome.dir.join("figures.txt")) {
                 step(&format!("figures measured on {what}:"));
                 print!("{figures}");
@@ -347,13 +408,23 @@ pub fn run(args: &TestArgs) -> Result<i32> {
             } else if outcome.exit_code != 0 || guest.failed > 0 {
                 failures.push(format!("{what}: guest tests failed"));
             }
-            tally.passed += guest.passed;
-            tally.failed += guest.failed;
+            if finished.failed > 0 {
+                failures.push(format!(
+                    "{what}: guest tests failed before an emulator oops"
+                ));
+            }
+            tally.passed += guest.passed + finished.passed;
+            tally.failed += guest.failed + finished.failed;
             t = stages.done(&format!("guest tests, {what}"), t);
         }
     }
 
     stages.print();
+    if oopses > 0 {
+        step(&format!(
+            "the emulator's int3 oops ended {oopses} boot(s); each was booted again for the tests left"
+        ));
+    }
     step(&format!(
         "all done in {:.1} min",
         started.elapsed().as_secs_f64() / 60.0
@@ -458,6 +529,16 @@ pub fn build_guest_tests() -> Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_boot_cut_short_says_which_tests_finished() {
+        let mut f = Finished::default();
+        f.scan(
+            "running 3 tests\ntest a::one ... ok\ntest a::two ... FAILED\ntest a::three ... \n[  197.1] Oops: int3",
+        );
+        assert_eq!(f.names, ["a::one", "a::two"]);
+        assert_eq!((f.passed, f.failed), (1, 1));
+    }
 
     #[test]
     fn tallies_libtest_summaries() {

@@ -210,6 +210,27 @@ impl std::fmt::Display for NeverStarted {
 
 impl std::error::Error for NeverStarted {}
 
+/// A guest killed mid-command by the emulator itself: multi-threaded TCG
+/// breaks the kernel's own code patching now and then (an `Oops: int3` at
+/// a static-key site), more often with more vCPUs. What the command did
+/// until then is in `dir`; the caller may boot again for the rest.
+#[derive(Debug)]
+pub struct EmulatorOops {
+    pub dir: PathBuf,
+}
+
+impl std::fmt::Display for EmulatorOops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the guest's kernel hit the emulator's int3 oops (multi-threaded TCG) mid-command; console: {}",
+            self.dir.join("console.log").display()
+        )
+    }
+}
+
+impl std::error::Error for EmulatorOops {}
+
 /// Boots before giving up on a guest that dies before running the command.
 const BOOT_ATTEMPTS: u32 = 3;
 
@@ -412,6 +433,10 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
         }
         None => {
             tail_console(&dir);
+            let console = std::fs::read_to_string(dir.join("console.log")).unwrap_or_default();
+            if console.contains("Oops: int3") {
+                return Err(EmulatorOops { dir }.into());
+            }
             bail!(
                 "the guest did not run the command to its end (vng {}); console: {}",
                 status.unwrap(),
