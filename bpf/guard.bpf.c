@@ -138,10 +138,20 @@ static u64 age_looked_at[LINGER_NR_TIERS];
 
 /*
  * Move up to @budget overdue tasks of @dsq that may run on @cpu to it. A
- * rescued guest runs as on a grant (@grant): not preemptible by the
+ * primary or a gang member that may not (a task bound to other CPUs:
+ * ranks bound to cores, per-CPU work) goes to the local DSQ of a CPU it
+ * may run on, its last one first, and preempts what runs there: which
+ * CPU looks is a race, and a CPU whose local DSQ a gang keeps full may
+ * never look, so a bound task's wait would otherwise have no bound. One
+ * such move ends the look (the next one, AGE_LOOK_NS later, goes on):
+ * a second count carried through the loop would multiply the verifier's
+ * states. A guest is moved only to @cpu, which is about to run a guest
+ * anyway.
+ *
+ * A rescued guest runs as on a grant (@grant): not preemptible by the
  * primaries it was rescued from, or the primary queue it starts beside
  * would end its slice at once (preempt.bpf.c), and to the back of its
- * queue afterwards.
+ * queue afterwards. Returns how many tasks @cpu itself got.
  */
 static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget, bool grant)
 {
@@ -153,14 +163,26 @@ static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget, bool grant)
 	bpf_for_each(scx_dsq, p, dsq, 0) {
 		struct task_ctx *tctx = lookup_task_ctx(p);
 		u64 since;
+		s32 to;
 
 		if (!tctx)
 			continue;
 		since = tctx->guard.waiting_since;
-		if (!since || time_before(now, since + watchdog_ns / 4) ||
-		    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		if (!since || time_before(now, since + watchdog_ns / 4))
 			continue;
 		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, guard_slice_ns);
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
+			if (grant)
+				continue;
+			to = scx_bpf_task_cpu(p);
+			if (!bpf_cpumask_test_cpu(to, p->cpus_ptr))
+				to = bpf_cpumask_any_distribute(p->cpus_ptr);
+			if (to >= 0 && to < LINGER_MAX_CPUS &&
+			    scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p,
+					     SCX_DSQ_LOCAL_ON | to, SCX_ENQ_PREEMPT))
+				stat_inc(LINGER_STAT_AGE_RESCUE);
+			break;
+		}
 		if (!scx_bpf_dsq_move(BPF_FOR_EACH_ITER, p, SCX_DSQ_LOCAL, 0))
 			continue;
 		if (grant)
