@@ -129,6 +129,12 @@ impl Agent {
 
     /// The same, with the agent binary at `bin` (an installed one).
     pub fn start_bin(bin: &std::path::Path, args: &[&str]) -> Agent {
+        Self::start_within(bin, args, Duration::from_secs(60))
+    }
+
+    /// The same, waiting up to `timeout` for the kernel to report it
+    /// enabled (a guest whose every vCPU is busy verifies slowly).
+    pub fn start_within(bin: &std::path::Path, args: &[&str], timeout: Duration) -> Agent {
         // One log per agent: a test that restarts the agent keeps both.
         static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -145,7 +151,7 @@ impl Agent {
             child: Some(child),
             log,
         };
-        let up = wait_until(Duration::from_secs(60), || {
+        let up = wait_until(timeout, || {
             state() == "enabled" || agent.try_exit().is_some()
         });
         assert!(
@@ -239,6 +245,15 @@ impl Agent {
 
 impl Drop for Agent {
     fn drop(&mut self) {
+        // A test already failing must not abort in its cleanup (a panic
+        // here would): the agent is killed outright.
+        if std::thread::panicking() {
+            if let Some(mut c) = self.child.take() {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+            return;
+        }
         if self.child.is_some() {
             let _ = self.signal_and_wait(libc::SIGTERM);
         }

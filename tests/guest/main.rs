@@ -16,6 +16,7 @@ mod package;
 mod preflight;
 mod rows;
 mod slurm;
+mod soak;
 mod stats;
 mod trace;
 mod two_nodes;

@@ -45,7 +45,10 @@ fn record<T>(clock: &str, events: &[&str], during: impl FnOnce() -> T) -> (Strin
     mount_tracefs();
     write("tracing_on", "0");
     write("trace_clock", clock);
-    write("buffer_size_kb", "8192");
+    // 8 MiB per CPU, 128 MiB in all at most: a many-CPU guest's memory
+    // is not all the trace's.
+    let per_cpu_kb = (131_072 / crate::common::nr_cpus()).min(8192);
+    write("buffer_size_kb", &per_cpu_kb.to_string());
     for e in events {
         write(&format!("events/sched/{e}/enable"), "1");
     }

@@ -53,6 +53,10 @@ enum Command {
     /// The seed paper's experiments under each policy (icount guest): primary
     /// QoS beside guests, then job-queue throughput, efficiency and turnaround.
     Bench(bench::BenchArgs),
+    /// A compressed day on a node-shaped guest (64 vCPUs, 30 minutes by
+    /// default): everything a node sees at once, checked against what the
+    /// kernel says; its report goes to bench/results/.
+    Soak(bench::soak::SoakArgs),
     /// The Debian package: binary, systemd unit, /etc config, man pages,
     /// completions, Slurm hooks and SPANK plugin (target/package/).
     Package(package::PackageArgs),
@@ -67,6 +71,7 @@ fn main() {
         Command::Test(a) => test::run(&a),
         Command::Demo(a) => demo::run(&a),
         Command::Bench(a) => bench::run(&a),
+        Command::Soak(a) => bench::soak::run(&a),
         Command::Verifier(a) => verifier::run(&a),
         Command::Package(a) => package::run(&a),
     };

@@ -19,6 +19,8 @@ mod profile;
 mod qos;
 mod queue;
 mod scaling;
+pub mod soak;
+mod timeline;
 
 use std::process::Command;
 use std::time::Instant;

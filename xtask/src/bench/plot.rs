@@ -23,7 +23,7 @@ pub struct Bars {
     pub fmt: fn(f64) -> String,
 }
 
-const COLOURS: [RGBColor; 7] = [
+pub const COLOURS: [RGBColor; 7] = [
     RGBColor(0x4c, 0x72, 0xb0),
     RGBColor(0xdd, 0x84, 0x52),
     RGBColor(0x55, 0xa8, 0x68),
@@ -34,7 +34,7 @@ const COLOURS: [RGBColor; 7] = [
 ];
 
 /// The plots' font, registered once from the system's DejaVu Sans.
-fn register_font() -> Result<()> {
+pub fn register_font() -> Result<()> {
     static DONE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     if DONE.get().is_some() {
         return Ok(());
