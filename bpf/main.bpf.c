@@ -374,10 +374,17 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 
 	gang_cpu_dispatching(cpu);
 
-	/* Starved guests first, but only as often as the guard allows. */
+	/*
+	 * Starved guests first, but only as often as the guard allows: those
+	 * waiting longest (past a quarter of the watchdog's timeout, in a
+	 * tier queue or a guest gang's) before the heads of the queues, or a
+	 * guest that is never at a head, a guest-gang member behind a busy
+	 * guest queue or a gang after the first, would get no grant at all.
+	 */
 	if (cctx && guard_due(cctx, now)) {
 		cctx->grant_pending = true;
-		if (tier_move_to_local(LINGER_TIER_GUEST, cpu) ||
+		if (guard_rescue_overdue(LINGER_TIER_GUEST, cpu, now) ||
+		    tier_move_to_local(LINGER_TIER_GUEST, cpu) ||
 		    guard_grant_guest_gang()) {
 			cctx->last_grant = now;
 			guard_note_guest_dispatch(now);
