@@ -59,9 +59,10 @@ __hidden u64 tier_slice(u32 tier)
 }
 
 /*
- * Where a task arriving at @tier's queue stands: one slice behind the
- * tier's clock. Waking tasks are raised to it (they bank at most one
- * slice), and new tasks and tasks whose tier changed start on it.
+ * Where a task arriving at @tier's queue on @llc stands: one slice behind
+ * the tier's clock, but never behind the queue's head (pure.h:
+ * arrival_vtime() says why). Waking tasks are raised to it (they bank at
+ * most one slice), and new tasks and tasks whose tier changed start on it.
  *
  * New tasks must not start *on* the clock instead. The clock is the
  * largest vtime that started running, and it only moves when a task
@@ -73,7 +74,11 @@ __hidden u64 tier_slice(u32 tier)
  */
 static u64 tier_floor(u32 tier, u32 llc)
 {
-	return *tier_clock(tier, llc) - tier_slice(tier);
+	struct task_struct *head;
+
+	head = __COMPAT_scx_bpf_dsq_peek(tier_dsq(tier, llc));
+	return arrival_vtime(*tier_clock(tier, llc), tier_slice(tier), head,
+			     head ? head->scx.dsq_vtime : 0);
 }
 
 /*

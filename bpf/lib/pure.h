@@ -2,8 +2,9 @@
 /*
  * pure.h - the BPF side's arithmetic that touches no kernel state: the
  * histogram bucket rule, where a gang rotation stands at a clock time,
- * where admission starts in a cycle, which gangs admission lets run, and
- * in which LLC each admitted gang's members are placed.
+ * where admission starts in a cycle, which gangs admission lets run, in
+ * which LLC each admitted gang's members are placed, and where a task
+ * arriving at a tier's queue starts.
  *
  * It compiles both as BPF (included by the units that use it) and for
  * the host (pure_host.c), so that the agent's unit tests run these very
@@ -263,6 +264,26 @@ static inline void gang_homes(const struct linger_gang_table *t, u64 admitted,
 		if (best != LINGER_NO_HOME)
 			room[best & (LINGER_MAX_LLCS - 1)] -= takes;
 	}
+}
+
+/*
+ * The vtime a task arriving at a tier's queue starts from (vtime.bpf.c:
+ * tier_floor()): one @slice behind @clock, the largest vtime that started
+ * running there, but never behind the queue's head (@head, the smallest
+ * vtime waiting, when @queued). The clock measures what ran, not what
+ * waits: when tasks queued long ago have barely run (gang slots held the
+ * CPUs, or a burst of new jobs arrived), they wait with vtimes far behind
+ * it, and a task placed a slice behind the clock would queue behind all
+ * of them, a waking kernel thread for seconds. Placed no later than the
+ * head, it is next in line.
+ */
+static inline u64 arrival_vtime(u64 clock, u64 slice, bool queued, u64 head)
+{
+	u64 floor = clock - slice;
+
+	if (queued && (s64)(head - floor) < 0)
+		return head;
+	return floor;
 }
 
 #endif /* __SCX_LINGER_PURE_H */

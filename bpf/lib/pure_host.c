@@ -50,3 +50,8 @@ void linger_pure_gang_homes(const struct linger_gang_table *t, const s64 *runnab
 		test_runnable[g] = runnable[g];
 	gang_homes(t, admitted, nr_llcs, llc_cpus, homes);
 }
+
+u64 linger_pure_arrival_vtime(u64 clock, u64 slice, bool queued, u64 head)
+{
+	return arrival_vtime(clock, slice, queued, head);
+}

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The BPF side's pure arithmetic (bpf/lib/pure.h), compiled for the host
 //! by build.rs, for unit tests: the histogram bucket rule, a rotation's
-//! position at a clock time, admission's starting gang, admission itself
-//! and gang homes are tested as the BPF program computes them, not as a
-//! Rust copy would.
+//! position at a clock time, admission's starting gang, admission itself,
+//! gang homes and where a task arriving at a queue starts are tested as
+//! the BPF program computes them, not as a Rust copy would.
 
 use super::intf::{
     linger_consts_LINGER_MAX_GANGS, linger_consts_LINGER_MAX_LLCS, linger_gang_table,
@@ -34,6 +34,7 @@ extern "C" {
         llc_cpus: *const u32,
         homes: *mut u32,
     );
+    fn linger_pure_arrival_vtime(clock: u64, slice: u64, queued: bool, head: u64) -> u64;
 }
 
 /// hist_bucket(): the histogram bucket a value of `ns` is counted in.
@@ -98,5 +99,55 @@ pub fn gang_homes(
             cpus.as_ptr(),
             homes.as_mut_ptr(),
         )
+    }
+}
+
+/// arrival_vtime(): the vtime a task arriving at a tier's queue starts
+/// from, given the tier's clock, its slice and the queue's head if any.
+pub fn arrival_vtime(clock: u64, slice: u64, head: Option<u64>) -> u64 {
+    // SAFETY: a pure function of its arguments.
+    unsafe { linger_pure_arrival_vtime(clock, slice, head.is_some(), head.unwrap_or(0)) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::arrival_vtime;
+
+    const SLICE: u64 = 20_000_000;
+
+    #[test]
+    fn an_arrival_starts_a_slice_behind_the_clock_when_nothing_waits_further_back() {
+        assert_eq!(arrival_vtime(60 * SLICE, SLICE, None), 59 * SLICE);
+        // A head within the last slice, or ahead of the clock, changes nothing.
+        assert_eq!(
+            arrival_vtime(60 * SLICE, SLICE, Some(59 * SLICE + 1)),
+            59 * SLICE
+        );
+        assert_eq!(
+            arrival_vtime(60 * SLICE, SLICE, Some(61 * SLICE)),
+            59 * SLICE
+        );
+    }
+
+    #[test]
+    fn an_arrival_never_queues_behind_a_head_that_has_barely_run() {
+        // Tasks queued long ago wait 52 s of vtime behind the clock: a
+        // waking task is next in line, not behind all of them.
+        let clock = 60_726_000_000u64;
+        let head = 8_032_726_668u64;
+        assert_eq!(arrival_vtime(clock, SLICE, Some(head)), head);
+    }
+
+    #[test]
+    fn arrival_compares_across_the_wrap_of_the_clock() {
+        // Vtimes are compared by their difference, as time_before() does.
+        let clock = 5u64;
+        assert_eq!(arrival_vtime(clock, SLICE, None), clock.wrapping_sub(SLICE));
+        let head = u64::MAX - 2 * SLICE;
+        assert_eq!(arrival_vtime(clock, SLICE, Some(head)), head);
+        assert_eq!(
+            arrival_vtime(clock, SLICE, Some(clock)),
+            clock.wrapping_sub(SLICE)
+        );
     }
 }
