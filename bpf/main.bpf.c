@@ -290,6 +290,21 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	p->scx.dsq_vtime = task_queue_vtime(p, tctx, tier, llc);
 	if (tier == LINGER_TIER_PRIMARY) {
 		/*
+		 * Its own CPU is idle (a task on one CPU skips select_cpu(), and
+		 * a CPU may have gone idle since it ran): claim it and go to its
+		 * local DSQ, as select_cpu() does with an idle CPU. The kernel
+		 * then reschedules that CPU itself, where queueing and a kick
+		 * would cost an irq_work, and a self-IPI when the wake-up came
+		 * from an interrupt on that very CPU. Nothing queued loses by
+		 * it: an idle CPU had taken nothing from the queues.
+		 */
+		if (scx_bpf_test_and_clear_cpu_idle(scx_bpf_task_cpu(p))) {
+			stat_inc(LINGER_STAT_DIRECT_IDLE);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
+					   enq_flags);
+			return;
+		}
+		/*
 		 * A per-CPU kernel thread, or a task that cannot migrate, gains
 		 * nothing from the shared queue: give it its CPU's local DSQ,
 		 * and take the CPU from a guest if one holds it. Not a user task
