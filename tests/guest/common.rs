@@ -491,6 +491,18 @@ pub fn finish_child(mut child: Child, timeout: Duration) -> (ExitStatus, String)
     }
 }
 
+/// CPU time the kernel charged a cgroup and its descendants so far
+/// (`usage_usec` of its cpu.stat), in us; None once it is gone.
+pub fn usage_us(cg: &std::path::Path) -> Option<u64> {
+    fs::read_to_string(cg.join("cpu.stat"))
+        .ok()?
+        .lines()
+        .find_map(|l| l.strip_prefix("usage_usec "))?
+        .trim()
+        .parse()
+        .ok()
+}
+
 /// Set extended attribute `name` on `path` (a label, as `tag` would).
 pub fn xattr_set(path: &std::path::Path, name: &str, value: &str) {
     xattr::set(path, name, value.as_bytes())

@@ -13,23 +13,19 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 
 /// The cgroup's CPU time so far (`usage_usec` of its cpu.stat), in us.
-fn usage_us(cg: &TestCgroup) -> u64 {
-    fs::read_to_string(cg.path.join("cpu.stat"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("usage_usec ")?.trim().parse().ok())
-        .unwrap_or_else(|| panic!("no usage_usec in {}/cpu.stat", cg.rel))
+fn cg_usage_us(cg: &TestCgroup) -> u64 {
+    usage_us(&cg.path).unwrap_or_else(|| panic!("no usage_usec in {}/cpu.stat", cg.rel))
 }
 
 /// CPUs each cgroup used over `window` (1.0 = one CPU all the time).
 fn shares(cgs: &[&TestCgroup], window: Duration) -> Vec<f64> {
-    let before: Vec<u64> = cgs.iter().map(|c| usage_us(c)).collect();
+    let before: Vec<u64> = cgs.iter().map(|c| cg_usage_us(c)).collect();
     let t = Instant::now();
     std::thread::sleep(window);
     let secs = t.elapsed().as_secs_f64();
     cgs.iter()
         .zip(before)
-        .map(|(c, b)| (usage_us(c) - b) as f64 / 1e6 / secs)
+        .map(|(c, b)| (cg_usage_us(c) - b) as f64 / 1e6 / secs)
         .collect()
 }
 

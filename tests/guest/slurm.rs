@@ -327,12 +327,7 @@ fn job_cgroup(id: u64) -> Option<PathBuf> {
 
 /// CPU time the kernel charged to a cgroup (`cpu.stat` usage_usec).
 fn usage_usec(cg: &Path) -> u64 {
-    fs::read_to_string(cg.join("cpu.stat"))
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| l.strip_prefix("usage_usec "))
-        .and_then(|v| v.trim().parse().ok())
-        .unwrap_or(0)
+    usage_us(cg).unwrap_or(0)
 }
 
 /// Wait until every job runs with its cgroup there; then each job's CPU

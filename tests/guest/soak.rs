@@ -307,17 +307,7 @@ fn class_cpus(v: &serde_json::Value) -> [f64; 3] {
 
 /// CPU time the kernel charged a cgroup (cpu.stat usage_usec), in s.
 fn usage_s(path: &Path) -> f64 {
-    std::fs::read_to_string(path.join("cpu.stat"))
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("usage_usec "))?
-                .trim()
-                .parse::<f64>()
-                .ok()
-        })
-        .unwrap_or(0.0)
-        / 1e6
+    usage_us(path).unwrap_or(0) as f64 / 1e6
 }
 
 fn freeze(cg: &TestCgroup, on: bool) {

@@ -35,13 +35,7 @@ fn class_cpu(v: &serde_json::Value, class: &str) -> f64 {
 
 /// CPU time the kernel charged to a cgroup and its descendants.
 fn cgroup_usage_ns(cg: &std::path::Path) -> f64 {
-    let text = std::fs::read_to_string(cg.join("cpu.stat")).expect("cpu.stat");
-    let usec: f64 = text
-        .lines()
-        .find_map(|l| l.strip_prefix("usage_usec "))
-        .and_then(|v| v.trim().parse().ok())
-        .expect("usage_usec in cpu.stat");
-    usec * 1e3
+    usage_us(cg).expect("usage_usec in cpu.stat") as f64 * 1e3
 }
 
 fn signal_all(h: &Hogs, sig: i32) {
