@@ -38,6 +38,7 @@ struct task_ctx {
 /* Per-CPU state, touched only by its own CPU. */
 struct cpu_ctx {
 	u64	last_grant;	/* when this CPU last made a guard grant */
+	u64	last_reader_grant; /* and a reader grant */
 	u64	relief_end;	/* this CPU's relief turn lasts until then */
 	bool	grant_pending;	/* the guest being moved here is a grant */
 	bool	relief_pending;	/* the primary being moved here is a relief */

@@ -46,6 +46,23 @@
  * gang admitted beside its own, slot after slot. Every task the
  * scheduler queues therefore runs within a quarter of the watchdog's
  * timeout plus one look (AGE_LOOK_NS), whatever the gangs.
+ *
+ * The reader grant. A guest preempted inside an RCU read-side critical
+ * section (preemptible RCU: a primary took its CPU, or its slice ended,
+ * in the middle of a path walk or a page fault) holds up every grace
+ * period that began before, so every RCU callback on the node, until it
+ * runs again and gets out; past 21 s the kernel reports an RCU stall and
+ * ends the BPF scheduler. The guard's trickle reaches it in seconds, not
+ * in time: four such guests on two CPUs made each synchronize_rcu() take
+ * 13-15 s. Running it as a primary would let a guest that lives in the
+ * kernel (path walks without end) take a primary's share. So it waits in
+ * a queue of its own, and a CPU choosing its next task gives that
+ * queue's head a guard slice at most once per READER_GRANT_INTERVAL_NS,
+ * not preemptible by primaries, like a guard grant; a CPU that would run
+ * a guest anyway takes readers first. Readers cost primaries at most one
+ * tick (4 ms at HZ=250) per CPU per interval, and only while guests are
+ * caught inside readers; each of R of them queued on C CPUs is reached
+ * within R / C intervals.
  */
 #include "ctx.bpf.h"
 #include "llc.bpf.h"
@@ -53,6 +70,7 @@
 
 #define AGE_LOOK_NS	(100 * 1000000ULL)
 #define AGE_RESCUE_MAX	4
+#define READER_GRANT_INTERVAL_NS	(250 * 1000000ULL)
 
 /* When a task last left the guest DSQ (any CPU, any reason). */
 static u64 guest_dsq_last_move;
@@ -245,4 +263,25 @@ __hidden bool guard_rescue_overdue(u32 tier, s32 cpu, u64 now)
 		return false;
 	return rescue_any(tier == LINGER_TIER_GUEST ? LINGER_TIER_GUEST : LINGER_TIER_PRIMARY,
 			  cpu, now);
+}
+
+__hidden void guard_queue_reader(struct task_struct *p, u64 enq_flags)
+{
+	scx_bpf_dsq_insert(p, LINGER_READER_DSQ, guard_slice_ns, enq_flags);
+}
+
+__hidden bool guard_grant_reader(struct cpu_ctx *cctx, u64 now)
+{
+	if (now - cctx->last_reader_grant < READER_GRANT_INTERVAL_NS ||
+	    !scx_bpf_dsq_nr_queued(LINGER_READER_DSQ))
+		return false;
+	/* running() makes it a grant: a guard slice, not preemptible. */
+	cctx->grant_pending = true;
+	if (!scx_bpf_dsq_move_to_local(LINGER_READER_DSQ, 0)) {
+		cctx->grant_pending = false;
+		return false;
+	}
+	cctx->last_reader_grant = now;
+	stat_inc(LINGER_STAT_READER_GRANT);
+	return true;
 }

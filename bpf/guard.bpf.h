@@ -31,4 +31,20 @@ void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now);
 /* dispatch(): run @tier's tasks that waited too long on @cpu; true if any. */
 bool guard_rescue_overdue(u32 tier, s32 cpu, u64 now);
 
+/*
+ * Was @p preempted inside an RCU read-side critical section (preemptible
+ * RCU)? Only a preempted or running task can be: none may sleep inside.
+ */
+static __always_inline bool task_in_rcu_reader(const struct task_struct *p)
+{
+	if (bpf_core_field_exists(p->rcu_read_lock_nesting))
+		return p->rcu_read_lock_nesting > 0;
+	return false;
+}
+
+/* enqueue(): a guest inside an RCU read-side section waits for a reader grant. */
+void guard_queue_reader(struct task_struct *p, u64 enq_flags);
+/* dispatch(): give a waiting reader a grant on this CPU if one is due; true if so. */
+bool guard_grant_reader(struct cpu_ctx *cctx, u64 now);
+
 #endif /* __SCX_LINGER_GUARD_BPF_H */

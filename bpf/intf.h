@@ -115,6 +115,11 @@ enum linger_consts {
 	 * DSQs.
 	 */
 	LINGER_BW_DSQ		= LINGER_GANG_DSQ_BASE + LINGER_MAX_GANGS,
+	/*
+	 * The DSQ where guests preempted inside an RCU read-side critical
+	 * section wait for a reader grant (bpf/guard.bpf.c).
+	 */
+	LINGER_READER_DSQ	= LINGER_BW_DSQ + 1,
 };
 
 /*
@@ -319,6 +324,7 @@ enum linger_stat {
 	LINGER_STAT_SMT_DECLINE,	/* CPU ran no guest: its sibling runs a primary */
 	LINGER_STAT_GANG_HOME_SWAP,	/* member outside its gang's home sent to a CPU there */
 	LINGER_STAT_BW_THROTTLE,	/* task held back: its cgroup used its cpu.max quota */
+	LINGER_STAT_READER_GRANT,	/* guest inside an RCU read-side section given a slice */
 	LINGER_NR_STATS,
 };
 

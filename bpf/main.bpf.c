@@ -265,6 +265,19 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	 */
 	if (bw_hold(p, tctx, enq_flags, scx_bpf_now()))
 		return;
+	/*
+	 * A guest preempted inside an RCU read-side section waits for a
+	 * reader grant (guard.bpf.c), outside its gang until it is out; an
+	 * idle CPU, which would run a guest, takes it at once.
+	 */
+	if (tier == LINGER_TIER_GUEST && task_in_rcu_reader(p)) {
+		stat_inc(LINGER_STAT_ENQ_GUEST);
+		guard_queue_reader(p, enq_flags);
+		cpu = smt_pick_idle_for_guest(p, cpu_llc_of(scx_bpf_task_cpu(p)));
+		if (cpu >= 0)
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+		return;
+	}
 	if (gang != LINGER_GANG_NONE && tctx &&
 	    gang_swap_enqueue(p, tctx, enq_flags))
 		return;
@@ -390,6 +403,15 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	gang_cpu_dispatching(cpu);
 
 	/*
+	 * A guest caught inside an RCU read-side section holds up the node's
+	 * grace periods: a reader grant, as often as guard.bpf.c allows.
+	 */
+	if (cctx && guard_grant_reader(cctx, now)) {
+		guard_note_guest_dispatch(now);
+		return;
+	}
+
+	/*
 	 * Starved guests first, but only as often as the guard allows: those
 	 * waiting longest (past a quarter of the watchdog's timeout, in a
 	 * tier queue or a guest gang's) before the heads of the queues, or a
@@ -479,11 +501,17 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	smt_note_cpu(cpu, false);
 	/*
 	 * Guests: one that waited too long, then (unless a sibling runs a
-	 * primary: smt.bpf.c) the slot's guest gangs, the rest.
+	 * primary: smt.bpf.c) readers holding up RCU, the slot's guest
+	 * gangs, the rest.
 	 */
 	if (guard_rescue_overdue(LINGER_TIER_GUEST, cpu, now))
 		return;
 	smt_blocked = smt_guest_blocked(cpu);
+	if (!smt_blocked && scx_bpf_dsq_move_to_local(LINGER_READER_DSQ, 0)) {
+		guard_note_guest_dispatch(now);
+		stat_inc(LINGER_STAT_DISPATCH_GUEST);
+		return;
+	}
 	if (!smt_blocked && dispatch_gang(LINGER_TIER_GUEST, cpu, prev, tctx, now))
 		return;
 	if (!smt_blocked && tier_move_to_local(LINGER_TIER_GUEST, cpu)) {
@@ -751,6 +779,11 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 	ret = scx_bpf_create_dsq(LINGER_BW_DSQ, -1);
 	if (ret) {
 		scx_bpf_error("failed to create the cpu.max hold DSQ: %d", ret);
+		return ret;
+	}
+	ret = scx_bpf_create_dsq(LINGER_READER_DSQ, -1);
+	if (ret) {
+		scx_bpf_error("failed to create the RCU reader DSQ: %d", ret);
 		return ret;
 	}
 	ret = bw_timer_init();

@@ -7,6 +7,7 @@ mod classes;
 mod common;
 mod faults;
 mod gang;
+mod kernel_progress;
 mod lifecycle;
 mod limits;
 mod load;

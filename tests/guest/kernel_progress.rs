@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The kernel's own progress whatever scx_linger's classes hold back:
+//! work the kernel needs done before anything else can go on must not
+//! wait on a starved guest. Judged from the kernel's side: how long a
+//! system call that waits for an RCU grace period takes.
+
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+/// membarrier(2)'s MEMBARRIER_CMD_GLOBAL: returns once an RCU grace
+/// period has passed (it calls synchronize_rcu()).
+const MEMBARRIER_CMD_GLOBAL: libc::c_long = 1;
+
+/// A guest preempted inside an RCU read-side critical section holds up
+/// every grace period on the node until it runs again. Under full primary
+/// load a guest runs only on the starvation guard's trickle, a guard
+/// slice every few seconds, so one such guest would make every
+/// synchronize_rcu() wait seconds, and a reader that needs a few slices
+/// to get out makes the kernel report an RCU stall (21 s), on which it
+/// ends the scheduler. Readers get reader grants (bpf/guard.bpf.c).
+#[test]
+fn rcu_grace_periods_end_promptly_while_starved_guests_are_inside_readers() {
+    require_guest();
+    let p = nr_cpus();
+    let primary = TestCgroup::new("t-rcu/primary");
+    let guest = TestCgroup::new("t-rcu/guest");
+    let agent = Agent::start(&[]);
+    tag(&guest.rel, "guest");
+    let _prim = primary.spin(p);
+    // Guests that live inside RCU read-side sections: a path walk in RCU
+    // mode holds rcu_read_lock() from its first component to its last,
+    // and the shell's own `[` walks this one (1,000 components, tmpfs)
+    // without a fork.
+    let deep = std::path::PathBuf::from("/dev/shm/t-rcu").join("a/".repeat(1000));
+    std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("mkdir {}: {e}", deep.display()));
+    let script = format!("while :; do [ -d {} ]; done", deep.display());
+    let readers: Vec<Child> = (0..2 * p).map(|_| spawn_in(&guest, &script)).collect();
+    std::thread::sleep(Duration::from_secs(2));
+
+    // Longer than RCU's stall timeout (21 s).
+    let window = Duration::from_secs(22);
+    let g0 = usage_us(&guest.path).unwrap_or(0);
+    let end = Instant::now() + window;
+    let (mut worst, mut total, mut n) = (Duration::ZERO, Duration::ZERO, 0u32);
+    while Instant::now() < end {
+        let t = Instant::now();
+        // SAFETY: a system call with plain integer arguments.
+        let rc = unsafe { libc::syscall(libc::SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0) };
+        assert_eq!(rc, 0, "membarrier: {}", std::io::Error::last_os_error());
+        let took = t.elapsed();
+        worst = worst.max(took);
+        total += took;
+        n += 1;
+    }
+    let share = (usage_us(&guest.path).unwrap_or(0) - g0) as f64 * 1e3
+        / (p as f64 * window.as_nanos() as f64);
+    figure(&format!(
+        "grace periods beside {p} CPU-bound primaries and {} starved guests walking paths: \
+         {n}, mean {:.1} ms, longest {:.0} ms; guests ran {:.2}% of the CPUs",
+        2 * p,
+        total.as_secs_f64() * 1e3 / f64::from(n.max(1)),
+        worst.as_secs_f64() * 1e3,
+        share * 100.0
+    ));
+    assert_eq!(state(), "enabled", "ejected: {:?}", ejections(&dmesg()));
+    // Reader grants reach 4 readers on 2 CPUs within two intervals
+    // (0.5 s); a reader left to the guard's trickle waits for its turn
+    // among the guests at one grant per CPU per 2 s (13-15 s measured).
+    assert!(
+        worst < Duration::from_secs(4),
+        "a grace period took {worst:?}: a reader waited in the guest queue"
+    );
+    // ...and a guest that lives in readers still only gets a trickle: a
+    // tick per CPU per reader grant interval (250 ms) at most, beside the
+    // guard's.
+    assert!(
+        share < 0.03,
+        "guests took {:.2}% of the CPUs",
+        share * 100.0
+    );
+    drop(readers);
+    drop(guest);
+    let _ = std::fs::remove_dir_all("/dev/shm/t-rcu");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
