@@ -404,12 +404,12 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 
 	/*
 	 * A guest caught inside an RCU read-side section holds up the node's
-	 * grace periods: a reader grant, as often as guard.bpf.c allows.
+	 * grace periods: a reader grant, as often as guard.bpf.c allows. Not
+	 * noted as a guest leaving the guest queues: the guard's grants must
+	 * go on whatever the readers get.
 	 */
-	if (cctx && guard_grant_reader(cctx, now)) {
-		guard_note_guest_dispatch(now);
+	if (cctx && guard_grant_reader(cctx, now))
 		return;
-	}
 
 	/*
 	 * Starved guests first, but only as often as the guard allows: those
@@ -508,7 +508,6 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 		return;
 	smt_blocked = smt_guest_blocked(cpu);
 	if (!smt_blocked && scx_bpf_dsq_move_to_local(LINGER_READER_DSQ, 0)) {
-		guard_note_guest_dispatch(now);
 		stat_inc(LINGER_STAT_DISPATCH_GUEST);
 		return;
 	}

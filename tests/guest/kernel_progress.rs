@@ -37,11 +37,15 @@ fn rcu_grace_periods_end_promptly_while_starved_guests_are_inside_readers() {
     std::fs::create_dir_all(&deep).unwrap_or_else(|e| panic!("mkdir {}: {e}", deep.display()));
     let script = format!("while :; do [ -d {} ]; done", deep.display());
     let readers: Vec<Child> = (0..2 * p).map(|_| spawn_in(&guest, &script)).collect();
+    // And one that never enters the kernel: reader grants must leave the
+    // starvation guard's grants to it as before.
+    let spinner = guest.spin(1);
     std::thread::sleep(Duration::from_secs(2));
 
     // Longer than RCU's stall timeout (21 s).
     let window = Duration::from_secs(22);
     let g0 = usage_us(&guest.path).unwrap_or(0);
+    let s0 = spinner.runtimes();
     let end = Instant::now() + window;
     let (mut worst, mut total, mut n) = (Duration::ZERO, Duration::ZERO, 0u32);
     while Instant::now() < end {
@@ -54,6 +58,7 @@ fn rcu_grace_periods_end_promptly_while_starved_guests_are_inside_readers() {
         total += took;
         n += 1;
     }
+    let s1 = spinner.runtimes();
     let share = (usage_us(&guest.path).unwrap_or(0) - g0) as f64 * 1e3
         / (p as f64 * window.as_nanos() as f64);
     figure(&format!(
@@ -79,6 +84,10 @@ fn rcu_grace_periods_end_promptly_while_starved_guests_are_inside_readers() {
         share < 0.03,
         "guests took {:.2}% of the CPUs",
         share * 100.0
+    );
+    assert!(
+        all_progressed(&s0, &s1),
+        "the guest outside the kernel got no guard grant: {s0:?} -> {s1:?}"
     );
     drop(readers);
     drop(guest);
