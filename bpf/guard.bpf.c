@@ -62,7 +62,10 @@
  * a guest anyway takes readers first. Readers cost primaries at most one
  * tick (4 ms at HZ=250) per CPU per interval, and only while guests are
  * caught inside readers; each of R of them queued on C CPUs is reached
- * within R / C intervals.
+ * within R / C intervals. A reader leaving its queue is not a guest
+ * leaving the guest queues (guard_note_guest_dispatch()): a guest that
+ * is caught again and again would otherwise keep the guard from ever
+ * being due, and the guests that never enter the kernel would starve.
  */
 #include "ctx.bpf.h"
 #include "llc.bpf.h"
