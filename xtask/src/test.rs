@@ -74,9 +74,8 @@ const NODE_SHAPED: &str = "node_shaped::";
 /// the day's load in seconds; on the single-threaded node-shaped guest it
 /// takes 100-130 s, and as long again after each restart and hotplug),
 /// the full one on 64 vCPUs under `cargo xtask soak`. Not in the default
-/// passes while the day still ends the scheduler: with more gangs than
-/// the table's 64 on 2 vCPUs, ordinary work (the RCU grace-period
-/// kthread, the agent) waited past the kernel's RCU stall timeout.
+/// passes while its accounting check fails: `stats` counts about half the
+/// CPU time cpu.stat gives a job of short sleepers (cyclictest).
 pub const SOAK: &str = "soak::";
 const MANY_CPUS: &str = "many_cpus::";
 const TWO_NODES: &str = "two_nodes::";
