@@ -105,7 +105,6 @@ __hidden void account_runnable(struct task_ctx *tctx, u64 now)
 {
 	if (!accounting || !tctx)
 		return;
-	tctx->acct.ready_at = now;
 	account_count_runnable(tctx);
 }
 
@@ -123,9 +122,9 @@ __hidden void account_running(struct task_ctx *tctx, u64 now)
 	tctx->acct.run_start = now;
 	if (!accounting)
 		return;
-	if (tctx->acct.ready_at && !time_before(now, tctx->acct.ready_at))
-		delay = now - tctx->acct.ready_at;
-	tctx->acct.ready_at = 0;
+	/* Its wait, on the one clock (guard.bpf.h), before running() ends it. */
+	if (tctx->guard.ready_at && !time_before(now, tctx->guard.ready_at))
+		delay = now - tctx->guard.ready_at;
 	account_count_runnable(tctx);
 
 	ca = lookup_cpu_acct();
@@ -211,8 +210,6 @@ __hidden u64 account_stopping(struct task_ctx *tctx, bool runnable, u64 now)
 		return ran;
 	if (ran)
 		charge_class(tctx, ran);
-	if (runnable)
-		tctx->acct.ready_at = now;
 	job = tctx->acct.running_job;
 	tctx->acct.running_job = 0;
 	ja = job ? bpf_map_lookup_elem(&job_accts, &job) : NULL;

@@ -13,7 +13,6 @@ struct task_ctx;
 /* A task's accounting, written by account.bpf.c only. */
 struct acct_task {
 	u64	run_start;	/* when it last started running (kept with accounting off: vtime and gangs charge by it) */
-	u64	ready_at;	/* when it last became ready to run (run delay) */
 	u64	runnable_job;	/* job whose nr_runnable counts this task */
 	u64	running_job;	/* job whose nr_running counts this task */
 };

@@ -29,7 +29,6 @@ struct task_ctx {
 	struct weight_task	wt;
 	struct acct_task	acct;
 	struct gang_task	gang;
-	struct relief_task	relief;
 	struct guard_task	guard;
 	struct wakeup_task	wk;
 	struct bw_task		bw;

@@ -20,11 +20,6 @@ struct gang_task {
 	u64	slot_seq;	/* gang slot in which it last started running */
 };
 
-/* A task's wait for a gang relief turn (gang_relief()), written by the ops. */
-struct relief_task {
-	u64	queued_at;	/* when it was last queued on the primary DSQ */
-};
-
 /* The only encoder and decoder of enum linger_gang_ref on this side. */
 static __always_inline u32 gang_ref(u32 g)
 {

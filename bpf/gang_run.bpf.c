@@ -381,7 +381,8 @@ __noinline bool gang_relief(u64 now)
 
 		q = __COMPAT_scx_bpf_dsq_peek(tier_dsq(LINGER_TIER_PRIMARY, llc));
 		qctx = q ? lookup_task_ctx(q) : NULL;
-		if (qctx && now - qctx->relief.queued_at >= relief_wait_ns) {
+		if (qctx && qctx->guard.ready_at &&
+		    now - qctx->guard.ready_at >= relief_wait_ns) {
 			overdue = true;
 			break;
 		}

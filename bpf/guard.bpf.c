@@ -151,7 +151,7 @@ __hidden bool guard_due(struct cpu_ctx *cctx, u64 now)
 __hidden void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now)
 {
 	if (tctx)
-		tctx->guard.waiting_since = waits ? now : 0;
+		tctx->guard.ready_at = waits ? now : 0;
 }
 
 /* When a CPU last looked for overdue tasks, per tier. */
@@ -188,7 +188,7 @@ static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget, bool grant)
 
 		if (!tctx)
 			continue;
-		since = tctx->guard.waiting_since;
+		since = tctx->guard.ready_at;
 		if (!since || time_before(now, since + watchdog_ns / 4))
 			continue;
 		scx_bpf_dsq_move_set_slice(BPF_FOR_EACH_ITER, guard_slice_ns);

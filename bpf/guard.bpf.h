@@ -14,7 +14,13 @@ struct task_ctx;
 
 /* A task's guard state, written by the ops and guard.bpf.c only. */
 struct guard_task {
-	u64	waiting_since;	/* ready to run, and not run, since then (0: running or asleep) */
+	/*
+	 * Ready to run, and not run, since then (0: running or asleep): the
+	 * one clock every wait is measured by, the run delay's figures
+	 * (account.bpf.c), the age guard's look and gang relief's
+	 * (gang_run.bpf.c). Written only through guard_note_waiting().
+	 */
+	u64	ready_at;
 	bool	granted;	/* running on a starvation-guard grant */
 };
 
@@ -26,7 +32,7 @@ void guard_note_guest_queued(u64 vtime, u32 llc);
 void guard_send_to_back(struct task_struct *p, struct task_ctx *tctx);
 /* Should this CPU hand the head of the guest queues a grant now? */
 bool guard_due(struct cpu_ctx *cctx, u64 now);
-/* runnable() and stopping(): from @now it waits (@waits), or not. */
+/* runnable(), running() and stopping(): from @now it waits (@waits), or not. */
 void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now);
 /* dispatch(): run @tier's tasks that waited too long on @cpu; true if any. */
 bool guard_rescue_overdue(u32 tier, s32 cpu, u64 now);

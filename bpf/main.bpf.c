@@ -99,7 +99,15 @@ const volatile u32 smt_guests = LINGER_SMT_GUESTS_AVOID;
 /* A task that joins a turn about to end still gets this much. */
 #define RELIEF_MIN_SLICE_NS	100000ULL
 
-/* The kernel watchdog's timeout (ops.timeout_ms), which the guard beats. */
+/*
+ * The kernel watchdog's timeout (ops.timeout_ms), which the guard beats.
+ *
+ * Every wait is measured on one clock per task, the time it became ready
+ * (guard.bpf.h: ready_at), against the thresholds here: a quarter of
+ * watchdog_ns for the age guard, relief_wait_ns for a relief turn,
+ * guard_interval_ns between grants (guard.bpf.c adds the reader grant's
+ * interval, which is not a tunable).
+ */
 const volatile u64 watchdog_ns = LINGER_DEFAULT_WATCHDOG_MS * 1000000;
 
 /*
@@ -354,8 +362,6 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 		stat_inc(LINGER_STAT_ENQ_PRIMARY);
-		if (tctx)
-			tctx->relief.queued_at = scx_bpf_now();
 		wakeup_queue_key(p, tctx, enq_flags);
 		scx_bpf_dsq_insert_vtime(p, tier_dsq(LINGER_TIER_PRIMARY, llc),
 					 primary_slice_ns, p->scx.dsq_vtime, enq_flags);

@@ -95,9 +95,6 @@ static __always_inline bool move_queued(struct bpf_iter_scx_dsq *it,
 		scx_bpf_dsq_move_set_vtime(it, task_queue_vtime(p, tctx, tier, llc));
 		if (!scx_bpf_dsq_move_vtime(it, p, to, 0))
 			return false;
-		/* Its wait for relief (gang_relief()) starts on this queue. */
-		if (tier == LINGER_TIER_PRIMARY && tctx)
-			tctx->relief.queued_at = scx_bpf_now();
 	}
 	stat_inc(LINGER_STAT_RECLASSIFY);
 	return true;
