@@ -39,12 +39,16 @@ bool guard_rescue_overdue(u32 tier, s32 cpu, u64 now);
 
 /*
  * Was @p preempted inside an RCU read-side critical section (preemptible
- * RCU)? Only a preempted or running task can be: none may sleep inside.
+ * RCU)? The kernel marks such a task blocked when it switches away from
+ * it (rcu_note_context_switch(), before the scheduler's ops run) and
+ * clears the mark as it leaves its outermost section. Not the nesting
+ * count: the BPF trampoline that runs these ops takes rcu_read_lock()
+ * itself, so the count of the task being switched out is never 0 here.
  */
 static __always_inline bool task_in_rcu_reader(const struct task_struct *p)
 {
-	if (bpf_core_field_exists(p->rcu_read_lock_nesting))
-		return p->rcu_read_lock_nesting > 0;
+	if (bpf_core_field_exists(p->rcu_read_unlock_special))
+		return p->rcu_read_unlock_special.b.blocked;
 	return false;
 }
 
