@@ -198,7 +198,8 @@ fn new_run_dir() -> Result<PathBuf> {
 /// A boot that failed before the guest started our command: QEMU 10's
 /// multi-threaded TCG has been seen to abort while the guest enumerates
 /// PCI (`msix_table_mmio_write: Assertion ... failed`): seen once so far, in
-/// hundreds of boots. Nothing of the command ran, so booting again is safe.
+/// hundreds of boots; and a guest may hang before it (boot_deadline()).
+/// Nothing of the command ran, so booting again is safe.
 #[derive(Debug)]
 struct NeverStarted(String);
 
@@ -233,6 +234,18 @@ impl std::error::Error for EmulatorOops {}
 
 /// Boots before giving up on a guest that dies before running the command.
 const BOOT_ATTEMPTS: u32 = 3;
+
+/// How long a boot may take to start our command: four minutes and 4 s a
+/// vCPU, twice that under icount. A 64-vCPU guest under single-threaded
+/// TCG starts it within about a minute; one has been seen to hang while
+/// bringing up its secondary CPUs, with the whole pass's timeout still to
+/// run. Nothing of the command ran then, so it is booted again, as a boot
+/// that died early is.
+fn boot_deadline(args: &VmArgs) -> Duration {
+    let cpus = args.topology.map_or(args.cpus, |t| t.cpus());
+    let secs = 240 + 4 * u64::from(cpus);
+    Duration::from_secs(if args.icount { 2 * secs } else { secs })
+}
 
 pub fn run(args: &VmArgs) -> Result<Outcome> {
     let mut attempt = 1;
@@ -372,6 +385,22 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
         streamer.pump()?;
         if let Some(status) = child.try_wait()? {
             break Some(status);
+        }
+        if started.elapsed() > boot_deadline(args) && !dir.join("started").exists() {
+            // SAFETY: kill(2) on our vng's process group (it and its
+            // QEMU); no memory of ours is touched.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            if let Some(mut p) = peer.take() {
+                let _ = p.wait();
+            }
+            tail_console(&dir);
+            return Err(NeverStarted(format!(
+                "the guest had not started the command after {} s (console: {})",
+                boot_deadline(args).as_secs(),
+                dir.join("console.log").display()
+            ))
+            .into());
         }
         if Instant::now() > deadline {
             // Kill the whole process group: vng and the QEMU it started.
