@@ -12,21 +12,25 @@ struct task_ctx;
 
 /* A task's accounting, written by account.bpf.c only. */
 struct acct_task {
-	u64	run_start;	/* when it last started running (kept with accounting off: vtime and gangs charge by it) */
+	u64	run_start;	/* when it last started running or was charged (estimates within a run) */
+	u64	exec_seen;	/* its se.sum_exec_runtime when it was last charged */
 	u64	runnable_job;	/* job whose nr_runnable counts this task */
 	u64	running_job;	/* job whose nr_running counts this task */
 };
 
+/* enable(): it is ours from now on; charge only what it runs from here. */
+void account_enable(struct task_struct *p, struct task_ctx *tctx);
 /* runnable(): it waits for a CPU from @now. */
 void account_runnable(struct task_ctx *tctx, u64 now);
 /* running(): its run delay ends, its run begins. */
 void account_running(struct task_ctx *tctx, u64 now);
 /* How long it has run since it started or was last charged, at @now. */
 u64 account_ran(const struct task_ctx *tctx, u64 now);
-/* Charge its run so far and start afresh; returns the time charged. */
-u64 account_checkpoint(struct task_ctx *tctx, u64 now);
+/* Charge what the kernel charged it so far; returns that time. */
+u64 account_checkpoint(struct task_struct *p, struct task_ctx *tctx, u64 now);
 /* stopping(): charge its run; @runnable: it waits again from @now. */
-u64 account_stopping(struct task_ctx *tctx, bool runnable, u64 now);
+u64 account_stopping(struct task_struct *p, struct task_ctx *tctx, bool runnable,
+		     u64 now);
 /* quiescent(): it no longer wants a CPU. */
 void account_quiescent(struct task_ctx *tctx);
 /* CPU time non-members ran during primary gang slots. */

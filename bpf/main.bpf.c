@@ -131,7 +131,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	/* The figures see the slice it ran, before the next one begins. */
 	u64 now = scx_bpf_now();
-	u64 ran = account_checkpoint(tctx, now), left;
+	u64 ran = account_checkpoint(prev, tctx, now), left;
 
 	gang_charge_run(cpu, tctx, ran);
 	bw_charge(prev, tctx, ran, now);
@@ -625,7 +625,7 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	u64 now = scx_bpf_now();
-	u64 ran = account_stopping(tctx, runnable, now);
+	u64 ran = account_stopping(p, tctx, runnable, now);
 
 	p->scx.dsq_vtime = charged_vtime(p, tctx, ran, true);
 	bw_charge(p, tctx, ran, now);
@@ -682,7 +682,10 @@ void BPF_STRUCT_OPS(linger_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *ar
  */
 void BPF_STRUCT_OPS(linger_enable, struct task_struct *p)
 {
-	vtime_enable(p, lookup_task_ctx(p));
+	struct task_ctx *tctx = lookup_task_ctx(p);
+
+	account_enable(p, tctx);
+	vtime_enable(p, tctx);
 }
 
 /*
