@@ -120,7 +120,7 @@ void gang_count_runnable(struct task_ctx *tctx);
 void gang_uncount_runnable(struct task_ctx *tctx);
 void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now);
 void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran);
-void gang_note_stopping(s32 cpu, struct task_ctx *tctx, u64 ran);
+void gang_note_stopping(s32 cpu);
 void gang_cpu_dispatching(s32 cpu);
 void gang_cpu_released(s32 cpu, bool released);
 

@@ -548,12 +548,11 @@ __hidden void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran)
 	}
 }
 
-/* stopping(): charge the run, and the CPU no longer runs a member. */
-__hidden void gang_note_stopping(s32 cpu, struct task_ctx *tctx, u64 ran)
+/* stopping(), after gang_charge_run(): the CPU no longer runs a member. */
+__hidden void gang_note_stopping(s32 cpu)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 
-	gang_charge_run(cpu, tctx, ran);
 	if (cg && cg->running)
 		cg->running = 0;
 }

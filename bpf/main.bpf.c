@@ -121,34 +121,75 @@ const volatile bool accounting = true;
 UEI_DEFINE(uei);
 
 /*
- * Let @prev run another slice: charge it for the one it just used first
- * (no stopping()/running() pair happens in between), and fix the CPU's
- * guest mark, which running() would otherwise have set.
+ * Per-slice bookkeeping, written once. A slice ends when its task stops
+ * (stopping()) or when dispatch() keeps it for another (keep_running(),
+ * with no stopping()/running() pair in between); a slice begins at
+ * running() or there. What a run as a whole means (its run delay, the
+ * wait clock, the wake-up rule's notes, the gang slot's member count)
+ * stays with running() and stopping().
  */
+
+/*
+ * The slice is over: charge @ran ns, the kernel's own charge
+ * (account.bpf.c), to the task's vtime, its cgroups' cpu.max budgets and
+ * its gang (or the slot's back-fill). @refresh: read its cgroup weight
+ * afresh (at a stop; a kept task's weight is the one it ran with). A
+ * global function, verified once rather than at each call.
+ */
+__hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
+			   u64 ran, u64 now, bool refresh)
+{
+	p->scx.dsq_vtime = charged_vtime(p, tctx, ran, refresh);
+	bw_charge(p, tctx, ran, now);
+	gang_charge_run(scx_bpf_task_cpu(p), tctx, ran);
+}
+
+/*
+ * A slice of @slice ns (before weighting) begins for @p on @cpu: no
+ * longer than its cgroups' cpu.max leaves it; the CPU's marks for the
+ * preemption and SMT rules; and the tier clock follows its vtime
+ * (vtime.bpf.c), a kept task's too, else a task kept for seconds would
+ * leave the clock behind and every newcomer that far ahead of it.
+ * @granted: a guard grant, which no primary may preempt.
+ */
+__hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
+			  u64 slice, bool granted)
+{
+	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
+
+	p->scx.slice = weighted_slice(p, tctx, slice);
+	/*
+	 * cpu.max: with nothing left, a slice of 0. A task already picked
+	 * stops at once (the kick makes its CPU schedule again) and enqueue()
+	 * holds it; a kept one is enqueued by the kernel instead of kept.
+	 */
+	if (!bw_none()) {
+		u64 left = bw_left(p, tctx, scx_bpf_now(), NULL);
+
+		if (left < p->scx.slice)
+			p->scx.slice = left;
+		if (!left)
+			scx_bpf_kick_cpu(cpu, 0);
+	}
+	/* Only a guest that is not on a guard grant may be kicked off. */
+	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST && !granted);
+	smt_note_cpu(cpu, tier == LINGER_TIER_PRIMARY);
+	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE, cpu);
+}
+
+/* Let @prev, still runnable, run another slice on @cpu. */
 static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
 			 s32 cpu)
 {
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	/* The figures see the slice it ran, before the next one begins. */
 	u64 now = scx_bpf_now();
-	u64 ran = account_checkpoint(prev, tctx, now), left;
 
-	gang_charge_run(cpu, tctx, ran);
-	bw_charge(prev, tctx, ran, now);
-	prev->scx.dsq_vtime = charged_vtime(prev, tctx, ran, false);
+	charge_slice(prev, tctx, account_checkpoint(prev, tctx, now), now, false);
+	/* A guard grant is one slice. */
 	if (tctx)
 		tctx->guard.granted = false;
-	prev->scx.slice = weighted_slice(prev, tctx, tier_slice(tier));
-	/*
-	 * No longer than its cgroups' cpu.max leaves it; with nothing left,
-	 * a slice of 0, and the kernel enqueues it (where it is held)
-	 * instead of keeping it.
-	 */
-	left = bw_left(prev, tctx, now, NULL);
-	if (left < prev->scx.slice)
-		prev->scx.slice = left;
-	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST);
-	smt_note_cpu(cpu, tier == LINGER_TIER_PRIMARY);
+	start_slice(prev, tctx, cpu, tier_slice(tier), false);
 	stat_inc(LINGER_STAT_KEEP_PREV);
 }
 
@@ -566,9 +607,12 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	struct cpu_ctx *cctx = lookup_cpu_ctx();
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
+	s32 cpu = scx_bpf_task_cpu(p);
 	u64 now = scx_bpf_now();
 	bool granted = false;
 
+	/* Its own vtime again, before anything reads it (wakeup.bpf.c). */
+	wakeup_queue_key_undo(p, tctx);
 	if (cctx) {
 		if (tier == LINGER_TIER_GUEST && cctx->grant_pending && tctx) {
 			tctx->guard.granted = true;
@@ -585,34 +629,13 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	}
 	if (tctx)
 		granted = tctx->guard.granted;
-	p->scx.slice = weighted_slice(p, tctx, p->scx.slice);
-	/*
-	 * cpu.max: no longer than its cgroups have left. One queued before
-	 * its cgroup ran out has nothing left: it stops at once (the kick
-	 * makes its CPU schedule again) and enqueue() holds it.
-	 */
-	if (!bw_none()) {
-		u64 left = bw_left(p, tctx, now, NULL);
-
-		if (left < p->scx.slice)
-			p->scx.slice = left;
-		if (!left)
-			scx_bpf_kick_cpu(scx_bpf_task_cpu(p), 0);
-	}
-
-	/* Only a guest that is not on a guard grant may be kicked off. */
-	mark_guest_cpu(scx_bpf_task_cpu(p), tier == LINGER_TIER_GUEST && !granted);
+	/* Before the wake-up rule notes its vtime: it may be rebased here. */
+	start_slice(p, tctx, cpu, p->scx.slice, granted);
 	if (tier == LINGER_TIER_GUEST && !granted)
-		guest_start_recheck(scx_bpf_task_cpu(p));
-	smt_note_cpu(scx_bpf_task_cpu(p), tier == LINGER_TIER_PRIMARY);
+		guest_start_recheck(cpu);
 	account_running(tctx, now);
 	guard_note_waiting(tctx, false, now);
-	gang_note_running(scx_bpf_task_cpu(p), tctx, now);
-	/* Its own vtime again, before anything reads it (wakeup.bpf.c). */
-	wakeup_queue_key_undo(p, tctx);
-	/* Before the wake-up rule notes its vtime: it may be rebased here. */
-	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE,
-		      scx_bpf_task_cpu(p));
+	gang_note_running(cpu, tctx, now);
 	wakeup_note_running(p, tctx);
 }
 
@@ -625,12 +648,12 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	u64 now = scx_bpf_now();
+	s32 cpu = scx_bpf_task_cpu(p);
 	u64 ran = account_stopping(p, tctx, runnable, now);
 
-	p->scx.dsq_vtime = charged_vtime(p, tctx, ran, true);
-	bw_charge(p, tctx, ran, now);
+	charge_slice(p, tctx, ran, now, true);
 	guard_note_waiting(tctx, runnable, now);
-	gang_note_stopping(scx_bpf_task_cpu(p), tctx, ran);
+	gang_note_stopping(cpu);
 	wakeup_note_stopping(tctx, ran);
 
 	/* A guard grant sends its guest to the back of the guest queue. */
