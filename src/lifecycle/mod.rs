@@ -11,6 +11,7 @@
 //! observe/ turns readings into figures, bpf/ is the kernel side. Nothing
 //! below imports from here.
 mod args;
+mod load_priority;
 pub mod preflight;
 pub mod restart;
 pub mod session;

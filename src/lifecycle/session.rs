@@ -15,6 +15,7 @@ use log::{debug, info, warn};
 use sd_notify::NotifyState;
 
 use super::args::RunArgs;
+use super::load_priority::LoadPriority;
 use super::restart::Ending;
 use crate::bpf::program::{CpuLimit, Scheduler, Tunables};
 use crate::gangs::rotation::Rotation;
@@ -211,6 +212,7 @@ pub fn run(
     blind: &mut bool,
 ) -> Result<Ended> {
     let mut storage = MaybeUninit::uninit();
+    let priority = LoadPriority::raise();
     let mut sched = Scheduler::load(&mut storage, tunables)?;
     let mut rotation = Rotation::new(
         mount,
@@ -226,6 +228,7 @@ pub fn run(
     let mut tree = Tree::scan(mount, cfg);
     publish_labels(&mut sched, &mut rotation, &mut labelled, &tree, cfg);
     sched.attach()?;
+    drop(priority);
     let mut sampler = Sampler::new();
     println!("scx_linger: scheduler enabled");
     // Ready: every cgroup is labelled and the scheduler runs.
