@@ -26,8 +26,10 @@
 //! (the guests' share of the CPUs while primaries want all of them).
 //!
 //! SCX_LINGER_DAY_SECS sets the length of the scx_linger part (the EEVDF
-//! part is a fifth of it, at most 2 minutes), SCX_LINGER_DAY_CGROUPS the
-//! size of the cgroup burst. The events are placed at fractions of the
+//! part is a fifth of it, 10 s to 2 minutes), SCX_LINGER_DAY_CGROUPS the
+//! size of the cgroup burst and SCX_LINGER_DAY_GANGS the gang jobs made
+//! with it (more than 64 in the full day: more than the BPF side holds
+//! gang slots for). The events are placed at fractions of the
 //! day; a day whose loads ran long goes on until every event has run, so
 //! no check is ever skipped.
 
@@ -382,8 +384,9 @@ fn a_compressed_day_on_a_busy_node() {
     require_guest();
     let n = nr_cpus();
     let secs = env_or("SCX_LINGER_DAY_SECS", 150);
-    let eevdf_secs = (secs / 5).clamp(20, 120);
+    let eevdf_secs = (secs / 5).clamp(10, 120);
     let burst_cgroups = env_or("SCX_LINGER_DAY_CGROUPS", 10_000) as usize;
+    let burst_gangs = env_or("SCX_LINGER_DAY_GANGS", 70) as usize;
     let seed = env_or(
         "SCX_LINGER_DAY_SEED",
         std::time::SystemTime::now()
@@ -564,7 +567,7 @@ fn a_compressed_day_on_a_busy_node() {
                             })
                             .collect();
                         burst_ids = cgs.iter().map(|c| cgroup_id(&c.path)).collect();
-                        let gangs: Vec<(TestCgroup, Child)> = (0..70)
+                        let gangs: Vec<(TestCgroup, Child)> = (0..burst_gangs)
                             .map(|i| {
                                 let cg = TestCgroup::new(&format!("{}/g{i}", many.rel));
                                 label(&cg, "gang");
@@ -576,8 +579,9 @@ fn a_compressed_day_on_a_busy_node() {
                         std::thread::sleep(Duration::from_secs(10));
                         assert!(
                             real_ejections().is_empty(),
-                            "ejected with {} cgroups and 70 gang jobs: {:?}",
+                            "ejected with {} cgroups and {} gang jobs: {:?}",
                             burst_cgroups,
+                            burst_gangs,
                             real_ejections()
                         );
                         for (cg, mut c) in gangs {
@@ -587,7 +591,7 @@ fn a_compressed_day_on_a_busy_node() {
                         drop(cgs);
                         drop(many);
                         figures.push(format!(
-                            "burst: {burst_cgroups} cgroups (a tenth labelled) and 70 gang jobs made, run 10 s and removed in {:.0} s",
+                            "burst: {burst_cgroups} cgroups (a tenth labelled) and {burst_gangs} gang jobs made, run 10 s and removed in {:.0} s",
                             t.elapsed().as_secs_f64()
                         ));
                     }

@@ -24,12 +24,16 @@ pub struct SoakArgs {
     #[arg(long, default_value = "2s16c2t2n")]
     pub shape: Shape,
     /// How long the day runs under scx_linger, in minutes (EEVDF runs
-    /// the same mix first for a fifth of it, at most 2 minutes).
+    /// the same mix first for a fifth of it, 10 s to 2 minutes).
     #[arg(long, default_value_t = 30)]
     pub minutes: u64,
     /// How many cgroups the burst makes at once.
     #[arg(long, default_value_t = 10_000)]
     pub cgroups: u64,
+    /// How many gang jobs the burst makes (more than the 64 gang slots
+    /// the BPF side holds).
+    #[arg(long, default_value_t = 70)]
+    pub gangs: u64,
     /// Kernel to boot (`debian`, `lts-6.12`).
     #[arg(long, default_value = "debian")]
     pub kernel: String,
@@ -49,6 +53,7 @@ pub fn run(args: &SoakArgs) -> Result<i32> {
         "env".to_string(),
         format!("SCX_LINGER_DAY_SECS={secs}"),
         format!("SCX_LINGER_DAY_CGROUPS={}", args.cgroups),
+        format!("SCX_LINGER_DAY_GANGS={}", args.gangs),
     ];
     if let Some(seed) = args.seed {
         cmd.push(format!("SCX_LINGER_DAY_SEED={seed}"));
