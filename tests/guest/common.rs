@@ -684,3 +684,8 @@ pub fn cpu_share(h: &Hogs, window: Duration) -> f64 {
     std::thread::sleep(window);
     (total_runtime(h) - before) as f64 / window.as_nanos() as f64
 }
+
+/// Two shares as percentages, "a% / b%" (two jobs' figures side by side).
+pub fn two_pcts(v: [f64; 2]) -> String {
+    format!("{:.0}% / {:.0}%", v[0] * 100.0, v[1] * 100.0)
+}

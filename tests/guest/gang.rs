@@ -315,13 +315,7 @@ fn barrier_gangs_run_their_threads_together() {
     tag(&a.rel, "gang");
     tag(&b.rel, "gang");
     let linger = run_pair(|i| start_job([&a, &b][i], &args));
-    let pct = |p: &PairRun| {
-        format!(
-            "{:.0}% / {:.0}%",
-            p.together[0] * 100.0,
-            p.together[1] * 100.0
-        )
-    };
+    let pct = |p: &PairRun| two_pcts(p.together);
     figure(&format!(
         "gang: 2 barrier jobs x 2 threads on 2 CPUs (alone {alone_wall:.0} ms): wall vs ideal EEVDF {:.2}x, scx_linger {:.2}x; CPU time vs alone EEVDF {:.2}x, scx_linger {:.2}x; threads together EEVDF {}, scx_linger {} (time together vs alone {:.2}x / {:.2}x)",
         eevdf.wall_ms / ideal,

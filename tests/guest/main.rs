@@ -12,6 +12,7 @@ mod lifecycle;
 mod limits;
 mod load;
 mod many_cpus;
+mod mpi;
 mod node_shaped;
 mod package;
 mod preflight;

@@ -78,9 +78,17 @@ impl PrivateApt {
         Ok(out.lines().map(str::to_string).collect())
     }
 
-    /// Install packages, preferring `target_release` where it has them.
+    /// Install packages, preferring `target_release` where it has them. A
+    /// package named `pkg/release` is taken from that release, older than
+    /// what is installed if need be.
     pub fn install(&self, pkgs: &[String], target_release: Option<&str>) -> Result<()> {
-        let mut args: Vec<&str> = vec!["install", "-y", "-q", "--no-install-recommends"];
+        let mut args: Vec<&str> = vec![
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            "--allow-downgrades",
+        ];
         if let Some(t) = target_release {
             args.extend(["-t", t]);
         }

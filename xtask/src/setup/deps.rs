@@ -41,7 +41,15 @@ pub const HOST_PACKAGES: &[&str] = &[
     "make",            // builds the SPANK plugin (deploy/slurm/Makefile)
     "lintian",         // checks the Debian package
     "chrony",          // synchronises the two-node guests' clocks
+    "openmpi-bin",     // real MPI gang jobs: mpirun and its runtime
+    "python3-mpi4py",  // MPI for bench/mpi/ring.py, the gang tests' MPI job
 ];
+
+/// Packages held at bookworm's version whenever packages are installed:
+/// bookworm's OpenMPI takes only bookworm's hwloc (libhwloc-plugins
+/// depends on libhwloc15 < 2.9.0A), and a machine that once took
+/// everything from backports has a newer one to go back from.
+pub const FROM_BOOKWORM: &[&str] = &["libhwloc15"];
 
 /// The packages taken from bookworm-backports, and only these: QEMU 10
 /// (bookworm's 7.2 is older than the QEMU the harness is verified with).
@@ -102,7 +110,9 @@ pub fn install_packages(pkgs: &[&str]) -> Result<()> {
         .into_iter()
         .partition(|p| FROM_BACKPORTS.contains(&p.as_str()));
     if !bookworm.is_empty() {
-        apt.install(&bookworm, None)?;
+        let mut pkgs = bookworm;
+        pkgs.extend(FROM_BOOKWORM.iter().map(|p| format!("{p}/bookworm")));
+        apt.install(&pkgs, None)?;
     }
     if !backports.is_empty() {
         apt.install(&backports, Some("bookworm-backports"))?;

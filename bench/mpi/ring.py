@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-only
+"""A parallel job as gang scheduling sees it, on a real MPI (OpenMPI,
+through mpi4py): every round each rank computes for a while, then passes
+a message to its right neighbour in a ring and waits for its left one's.
+OpenMPI's shared-memory transport spins while a rank waits, so a rank
+whose neighbour is not running burns its CPU for nothing: the case gangs
+are for.
+
+Run it with mpirun and Debian's Python, which has Debian's mpi4py
+(`mpirun -np 2 /usr/bin/python3 bench/mpi/ring.py --rounds
+400 --work 200`). Rank 0 prints one line of key=value pairs: wall_ms
+(its own clock, from the first barrier to the last), cpu_ms (CPU time
+of every rank, summed), rounds, ranks, and ring_start and ring_end (the
+same span on CLOCK_MONOTONIC, in seconds, to cut a trace to it).
+"""
+
+import argparse
+import resource
+import time
+
+from mpi4py import MPI
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=400, help="exchanges per rank")
+    ap.add_argument("--work", type=int, default=200, help="loop iterations of compute per round")
+    args = ap.parse_args()
+
+    comm = MPI.COMM_WORLD
+    rank, size = comm.Get_rank(), comm.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    out, into = bytearray(8), bytearray(8)
+
+    comm.Barrier()
+    start = time.monotonic()
+    cpu0 = resource.getrusage(resource.RUSAGE_SELF)
+    acc = 0
+    for r in range(args.rounds):
+        for i in range(args.work):
+            acc += i ^ r
+        out[0] = acc & 0xFF
+        comm.Sendrecv(out, dest=right, recvbuf=into, source=left)
+    comm.Barrier()
+    end = time.monotonic()
+    wall_ms = (end - start) * 1e3
+    cpu1 = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_ms = ((cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime)) * 1e3
+    total = comm.reduce(cpu_ms, op=MPI.SUM, root=0)
+    if rank == 0:
+        print(
+            f"wall_ms={wall_ms:.0f} cpu_ms={total:.0f} rounds={args.rounds} ranks={size} "
+            f"ring_start={start:.6f} ring_end={end:.6f}",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
