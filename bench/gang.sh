@@ -17,14 +17,27 @@
 # emulator runs a job when it must run 4 vCPUs on the host's cores);
 # IDEAL is the best schedule's makespan in units of one job's time.
 #
+# With MPI set to bench/mpi/ring.py's path, each job is a real MPI job
+# instead: `mpirun -np NCPU` of the ring (OpenMPI through mpi4py, ITERS
+# its work per round), launched inside the job's cgroup as users launch
+# it, so mpirun and its helper threads are in the job beside the ranks.
+#
 # usage: gang.sh AGENT BIN_DIR REPEATS ROUNDS ITERS KS
 set -u
 AGENT=$1 BIN=$2 REPEATS=${3:-3} ROUNDS=${4:-8000} ITERS=${5:-12000} KS=${6:-"2 3"}
 . "$(dirname "$0")/lib.sh"
 stage_bins
 NCPU=$(nproc)
-JOB="$BIN/barrier --threads $NCPU --rounds $ROUNDS --iters $ITERS"
-echo "# kernel=$(uname -r) cpus=$NCPU rounds=$ROUNDS iters=$ITERS threads=$NCPU"
+if [ -n "${MPI:-}" ]; then
+	# OpenMPI refuses to run as root unless told twice.
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	JOB="mpirun -np $NCPU /usr/bin/python3 $MPI --rounds $ROUNDS --work $ITERS"
+	kind=mpi-ring
+else
+	kind=barrier
+	JOB="$BIN/barrier --threads $NCPU --rounds $ROUNDS --iters $ITERS"
+fi
+echo "# kernel=$(uname -r) cpus=$NCPU rounds=$ROUNDS iters=$ITERS threads=$NCPU job=$kind"
 
 agent=
 agent_log=/dev/null

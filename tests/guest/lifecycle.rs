@@ -32,19 +32,20 @@ fn loads_names_itself_and_unloads_on_sigterm() {
 }
 
 #[test]
-fn cpu_and_fork_workloads_progress_for_30s_without_ejection() {
+fn cpu_and_fork_workloads_progress_without_ejection() {
     require_guest();
     let mut spinners = Hogs::spin(nr_cpus() + 1);
     let mut forkers = Hogs::fork_loop(2);
     let agent = Agent::start(&["--stats", "5"]);
     let ops = ops_name().unwrap();
 
-    // Sample every 5 s for 30 s: every spinner got CPU, forks continued,
-    // and the kernel still runs us.
+    // Sample every 5 s for 15 s: every spinner got CPU, forks continued,
+    // and the kernel still runs us (the soak holds the same load, and
+    // more, for longer).
     let started = Instant::now();
     let mut runtimes = spinners.runtimes();
     let mut forks = forks_since_boot();
-    while started.elapsed() < Duration::from_secs(30) {
+    while started.elapsed() < Duration::from_secs(15) {
         std::thread::sleep(Duration::from_secs(5));
         assert_eq!(
             state(),

@@ -8,11 +8,11 @@
 //!
 //! What is judged is what the scheduler controls: both jobs finish, the
 //! scheduler is never ejected, and a job's ranks run at the same time.
-//! The makespans against the ideal (twice one job alone, measured in the
-//! same boot) and against the kernel's own scheduler are reported, and
-//! held to their targets in bench/, not here: multi-threaded TCG drifts
-//! more than any scheduler effect (see gang::barrier_gangs_run_their_
-//! threads_together).
+//! The makespan against the ideal (twice one job alone, measured in the
+//! same boot) is reported, and held to its target, beside EEVDF's, in
+//! bench/ (`cargo xtask bench --gang --mpi`), not here: multi-threaded
+//! TCG drifts more than any scheduler effect (see
+//! gang::barrier_gangs_run_their_threads_together).
 
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -20,9 +20,10 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 use crate::trace;
 
-/// Rounds of the ring: about 2 s alone in a 2-vCPU guest, start-up
-/// (Python, mpi4py and MPI_Init) apart.
-const ROUNDS: &str = "600";
+/// The ring's rounds and compute per round: about 2 s alone in a 2-vCPU
+/// guest, beside about 4 s of start-up (Python, mpi4py and MPI_Init).
+const ROUNDS: &str = "3000";
+const WORK: &str = "1000";
 
 /// `mpirun -np 2` of the ring inside `cg`, as root (OpenMPI refuses root
 /// unless told twice).
@@ -32,7 +33,7 @@ fn start_mpi(cg: &TestCgroup) -> Child {
         cg,
         &format!(
             "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 && \
-             exec mpirun -np 2 /usr/bin/python3 {} --rounds {ROUNDS} --work 200",
+             exec mpirun -np 2 /usr/bin/python3 {} --rounds {ROUNDS} --work {WORK}",
             ring.display()
         ),
     )
@@ -106,39 +107,40 @@ fn mpi_gangs_run_their_ranks_together_beside_their_launchers() {
     assert_eq!(nr_cpus(), 2, "this test is written for 2 vCPUs");
     let (a, b) = (TestCgroup::new("mpi-a"), TestCgroup::new("mpi-b"));
 
-    // The kernel's own scheduler first: it also warms the emulator and
-    // the page cache for Python, mpi4py and OpenMPI.
-    let eevdf = run_pair([&a, &b]);
-    let launched = Instant::now();
-    let _ = finish_mpi(start_mpi(&a));
-    let ideal = 2.0 * launched.elapsed().as_secs_f64() * 1e3;
+    // One job alone under the kernel's own scheduler, twice: the first
+    // run warms the emulator and the page cache for Python, mpi4py and
+    // OpenMPI. EEVDF's pair is the bench's (bench/README.md).
+    let alone = [0, 1].map(|_| {
+        let launched = Instant::now();
+        let (start, end) = finish_mpi(start_mpi(&a));
+        (launched.elapsed().as_secs_f64() * 1e3, (end - start) * 1e3)
+    })[1];
+    let ideal = 2.0 * alone.0;
 
     let agent = Agent::start(&[]);
     tag(&a.rel, "gang");
     tag(&b.rel, "gang");
     let linger = run_pair([&a, &b]);
-    let pct = |p: &Pair| two_pcts(p.together);
     figure(&format!(
-        "MPI gangs (OpenMPI ring through mpi4py, mpirun in the job, 2 jobs x 2 ranks on 2 CPUs, alone {:.0} ms): makespan vs ideal EEVDF {:.2}x, scx_linger {:.2}x (scx_linger / EEVDF {:.2}x); ranks together EEVDF {}, scx_linger {}",
-        ideal / 2.0,
-        eevdf.makespan_ms / ideal,
+        "MPI gangs (OpenMPI ring through mpi4py, mpirun in the job, 2 jobs x 2 ranks on 2 CPUs; alone {:.0} ms from launch, its ring {:.0} ms): makespan vs ideal {:.2}x; ranks together during their rings {}",
+        alone.0,
+        alone.1,
         linger.makespan_ms / ideal,
-        linger.makespan_ms / eevdf.makespan_ms,
-        pct(&eevdf),
-        pct(&linger),
+        two_pcts(linger.together),
     ));
     assert!(
         ejections(&dmesg()).is_empty(),
         "ejected: {:?}",
         ejections(&dmesg())
     );
-    // The launcher's and the runtime's own wake-ups during the ring count
-    // against it.
+    // The bound of the barrier gangs' test: each cycle's open phase (a
+    // tenth of it), the skew at slot starts, and the launcher's and the
+    // runtime's own wake-ups during the ring count against it (84% / 96%
+    // and 99% / 99% seen; EEVDF 30%).
     assert!(
-        linger.together.iter().all(|t| *t > 0.8),
-        "MPI ranks ran together only {} of their run time (EEVDF {})",
-        pct(&linger),
-        pct(&eevdf)
+        linger.together.iter().all(|t| *t > 0.7),
+        "MPI ranks ran together only {} of their rings",
+        two_pcts(linger.together)
     );
     assert_eq!(state(), "enabled");
     let (status, out) = agent.stop();

@@ -67,6 +67,11 @@ pub struct BenchArgs {
     /// vCPUs, makespan against the ideal schedule.
     #[arg(long, requires = "gang")]
     pub cpusets: bool,
+    /// With --gang: real MPI jobs instead (Debian's OpenMPI running
+    /// bench/mpi/ring.py through mpi4py, mpirun inside the job's cgroup),
+    /// two at once.
+    #[arg(long, requires = "gang", conflicts_with = "cpusets")]
+    pub mpi: bool,
     /// Measure scheduler overhead instead (bench/overhead.sh): hackbench
     /// under EEVDF, scx_linger, and scx_linger --no-accounting (the cost
     /// of counting for the stats), in icount guests, at least 5 repeats.
@@ -138,6 +143,11 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     let env = tool_env(&tools);
     if args.gang && args.cpusets {
         gang::run_cpusets(args.repeats, &env)?;
+        return Ok(0);
+    }
+    if args.gang && args.mpi {
+        let cpus = args.cpus.iter().copied().max().unwrap_or(2).max(2);
+        gang::run_mpi(cpus, args.repeats, &env)?;
         return Ok(0);
     }
     if args.gang {

@@ -113,12 +113,12 @@ pub fn run(args: &SoakArgs) -> Result<i32> {
     };
     let table = format!(
         "# The soak: a compressed day on {cpus} vCPUs\n\n\
-         `cargo xtask soak --shape {} --minutes {} --cgroups {}` on the {} kernel, \
-         single-threaded TCG: {verdict}.\n\n\
+         `cargo xtask soak --shape {} --minutes {} --cgroups {} --gangs {}` on the {} \
+         kernel, single-threaded TCG: {verdict}.\n\n\
          ![timeline]({name}.png)\n\n\
          ## Figures\n\n```\n{summary}```\n\n\
          ## Timeline (every 5 s)\n\n```\n{csv}```\n",
-        args.shape, args.minutes, args.cgroups, args.kernel
+        args.shape, args.minutes, args.cgroups, args.gangs, args.kernel
     );
     let rows = timeline::parse_csv(&csv);
     timeline::draw(
