@@ -44,14 +44,14 @@ pub struct TestArgs {
     #[arg(long, default_value_t = 30)]
     pub soak: u64,
     /// How many cgroups the churn test creates and removes
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 300)]
     pub churn: u64,
     /// How long the short soak (tests/guest/soak.rs) runs under
     /// scx_linger, in seconds; `cargo xtask soak` runs the full one.
     #[arg(long, default_value_t = 30)]
     pub day: u64,
     /// How many cgroups the soak's burst makes at once.
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 100)]
     pub day_cgroups: u64,
     /// How many gang jobs the soak's burst makes.
     #[arg(long, default_value_t = 16)]
