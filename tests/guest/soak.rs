@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! The soak: a compressed day on a busy node. `cargo xtask soak` runs it
-//! for 30 minutes on a node-shaped guest of 64 vCPUs and writes its report
-//! to bench/results/; `cargo xtask test --filter soak::` a short form on
-//! the plain 2-vCPU guest.
+//! for 30 minutes on a node-shaped guest of 16 vCPUs and writes its report
+//! to bench/results/; `cargo xtask test` a short form on the plain 2-vCPU
+//! guest of the first kernel.
 //!
 //! Everything a node sees, at once and changing: CPU-bound and
 //! latency-bound primaries (cyclictest), guests, gangs and a guest-gang

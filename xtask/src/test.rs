@@ -76,7 +76,7 @@ const NODE_SHAPED: &str = "node_shaped::";
 /// plain pass (2 vCPUs, one host thread each: the agent loads beside the
 /// day's load in seconds; on the single-threaded node-shaped guest it
 /// takes 100-130 s, and as long again after each restart and hotplug),
-/// the full one on 64 vCPUs under `cargo xtask soak`.
+/// the full one on 16 vCPUs under `cargo xtask soak`.
 pub const SOAK: &str = "soak::";
 const MANY_CPUS: &str = "many_cpus::";
 const TWO_NODES: &str = "two_nodes::";
