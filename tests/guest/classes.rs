@@ -602,6 +602,19 @@ fn on_sched_ext(pid: i32) -> bool {
     line.split(':').nth(1).map(str::trim) == Some("1")
 }
 
+/// The CPU a task last ran on: field 39 of /proc/<pid>/stat, counted
+/// after the command name, which may itself hold spaces.
+fn last_cpu(pid: i32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after_comm = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    // after_comm starts at field 3 (state), so field 39 is its 37th.
+    after_comm
+        .split_whitespace()
+        .nth(36)
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(-1)
+}
+
 #[test]
 fn partial_mode_keeps_primaries_in_the_fair_class_and_guests_harvest() {
     require_guest();
@@ -640,24 +653,47 @@ fn partial_mode_keeps_primaries_in_the_fair_class_and_guests_harvest() {
     }
 
     // Busy primaries: the fair class ranks above every sched_ext task.
-    let window = Duration::from_secs(5);
+    // Five one-second windows, judged by their median: the kernel's own
+    // sched_ext deadline server (where there is one) and the fair class's
+    // placement of the primaries are the kernel's, and a second in which
+    // either strays is reported, not taken for the class order.
+    let window = Duration::from_secs(1);
     let capacity = p as f64 * window.as_nanos() as f64;
-    let (g0, p0) = (guests.runtimes(), total_runtime(&prim));
-    std::thread::sleep(window);
-    let (g1, p1) = (guests.runtimes(), total_runtime(&prim));
-    let busy_guest = (g1.iter().sum::<u64>() - g0.iter().sum::<u64>()) as f64 / capacity;
-    let busy_prim = (p1 - p0) as f64 / capacity;
+    let mut busy_guest = Vec::new();
+    let mut busy_prim = Vec::new();
+    let mut placements = Vec::new();
+    for _ in 0..5 {
+        let (g0, p0) = (guests.runtimes(), total_runtime(&prim));
+        std::thread::sleep(window);
+        let (g1, p1) = (guests.runtimes(), total_runtime(&prim));
+        busy_guest.push((g1.iter().sum::<u64>() - g0.iter().sum::<u64>()) as f64 / capacity);
+        busy_prim.push((p1 - p0) as f64 / capacity);
+        placements.push(
+            prim.pids()
+                .iter()
+                .map(|&pid| last_cpu(pid))
+                .collect::<Vec<_>>(),
+        );
+    }
+    let per_window = busy_guest
+        .iter()
+        .zip(&placements)
+        .map(|(g, cpus)| format!("{:.1}% (primaries on CPUs {cpus:?})", g * 100.0))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let busy_guest = crate::trace::percentile(&mut busy_guest, 50);
+    let busy_prim = crate::trace::percentile(&mut busy_prim, 50);
 
     // Idle primaries: the guests take the CPUs.
     drop(prim);
     std::thread::sleep(Duration::from_millis(500));
     let g2 = guests.runtimes();
-    std::thread::sleep(window);
+    std::thread::sleep(5 * window);
     let g3 = guests.runtimes();
-    let idle_guest = (g3.iter().sum::<u64>() - g2.iter().sum::<u64>()) as f64 / capacity;
+    let idle_guest = (g3.iter().sum::<u64>() - g2.iter().sum::<u64>()) as f64 / capacity / 5.0;
     assert_eq!(state(), "enabled", "ejected: {:?}", ejections(&dmesg()));
     figure(&format!(
-        "partial mode, {p} CPUs: beside busy primaries (fair class) SCHED_EXT guests ran {:.2}% of the CPUs and the primaries {:.1}%; with the primaries gone the guests ran {:.1}%",
+        "partial mode, {p} CPUs: beside busy primaries (fair class) SCHED_EXT guests ran {:.2}% of the CPUs and the primaries {:.1}% (medians of five 1-s windows; guests per window {per_window}); with the primaries gone the guests ran {:.1}%",
         busy_guest * 100.0,
         busy_prim * 100.0,
         idle_guest * 100.0
@@ -666,7 +702,7 @@ fn partial_mode_keeps_primaries_in_the_fair_class_and_guests_harvest() {
     // give starved sched_ext tasks a small share: a tenth is far above it.
     assert!(
         busy_guest < 0.10,
-        "guests took {:.2}% beside busy primaries",
+        "guests took {:.2}% beside busy primaries (median; per window {per_window})",
         busy_guest * 100.0
     );
     assert!(

@@ -4,7 +4,7 @@
 //! thousands of short-lived cgroups; and what it keeps per cgroup goes
 //! away with the cgroups.
 //!
-//! The soak lasts SCX_LINGER_SOAK_SECS (30 s by default, what CI runs;
+//! The soak lasts SCX_LINGER_SOAK_SECS (15 s by default, what CI runs;
 //! `cargo xtask test --soak 300` for the full five minutes), the churn
 //! SCX_LINGER_CHURN cgroups (300 by default, what CI runs).
 
@@ -77,7 +77,7 @@ pub(crate) fn bogo_ops(out: &str) -> BTreeMap<String, u64> {
 #[test]
 fn stress_ng_as_primaries_and_guests_beside_a_gang_soaks_without_ejection() {
     require_guest();
-    let secs = env_or("SCX_LINGER_SOAK_SECS", 30);
+    let secs = env_or("SCX_LINGER_SOAK_SECS", 15);
     let mut agent = Agent::start(&["--stats", "10"]);
     let primary = TestCgroup::new("soak/primary");
     let guest = TestCgroup::new("soak/guest");

@@ -235,15 +235,15 @@ impl std::error::Error for EmulatorOops {}
 /// Boots before giving up on a guest that dies before running the command.
 const BOOT_ATTEMPTS: u32 = 3;
 
-/// How long a boot may take to start our command: four minutes and 4 s a
-/// vCPU, twice that under icount. A 64-vCPU guest under single-threaded
-/// TCG starts it within about a minute; one has been seen to hang while
-/// bringing up its secondary CPUs, with the whole pass's timeout still to
-/// run. Nothing of the command ran then, so it is booted again, as a boot
+/// How long a boot may take to start our command: two minutes and 2 s a
+/// vCPU, twice that under icount. Guests of 2 to 64 vCPUs start it within
+/// 10-30 s on a 2-core host, so this is several times what a healthy boot
+/// takes; one has been seen to hang while bringing up its secondary CPUs,
+/// and each minute waited on such a boot comes out of CI's budget. Nothing of the command ran then, so it is booted again, as a boot
 /// that died early is.
 fn boot_deadline(args: &VmArgs) -> Duration {
     let cpus = args.topology.map_or(args.cpus, |t| t.cpus());
-    let secs = 240 + 4 * u64::from(cpus);
+    let secs = 120 + 2 * u64::from(cpus);
     Duration::from_secs(if args.icount { 2 * secs } else { secs })
 }
 
