@@ -367,16 +367,27 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 		/*
-		 * A per-CPU kernel thread, or a task that cannot migrate, gains
-		 * nothing from the shared queue: give it its CPU's local DSQ,
-		 * and take the CPU from a guest if one holds it. Not a user task
-		 * pinned to one CPU: on a 1-CPU node or in a 1-core cpuset every
-		 * task is, and the local DSQ is FIFO, so vtime order would be
-		 * lost and a waking short sleeper would queue behind a compute
-		 * job's whole burst. The primary DSQ hands each CPU the first
-		 * task that may run there.
+		 * A per-CPU kernel thread that wakes, or a task that cannot
+		 * migrate, gains nothing from the shared queue: give it its
+		 * CPU's local DSQ, and take the CPU from a guest if one holds
+		 * it. Not a user task pinned to one CPU: on a 1-CPU node or in
+		 * a 1-core cpuset every task is, and the local DSQ is FIFO, so
+		 * vtime order would be lost and a waking short sleeper would
+		 * queue behind a compute job's whole burst. The primary DSQ
+		 * hands each CPU the first task that may run there.
+		 *
+		 * Only as it wakes. The kernel runs what is in a local DSQ
+		 * before it calls dispatch(), so a kthread whose slice ended
+		 * or that was preempted, put back there, would take turns
+		 * there with another busy kthread of the CPU (on a 1-CPU node
+		 * every kthread is per-CPU) while nothing queued ran; a
+		 * preemption meant for the queue's head (wakeup.bpf.c's
+		 * recheck) then only swapped the two, every few microseconds,
+		 * until the kernel's watchdog or RCU's stall check ended the
+		 * scheduler. It queues like any primary instead.
 		 */
-		if (((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1) ||
+		if (((p->flags & PF_KTHREAD) && p->nr_cpus_allowed == 1 &&
+		     (enq_flags & SCX_ENQ_WAKEUP)) ||
 		    is_migration_disabled(p)) {
 			stat_inc(LINGER_STAT_DIRECT_PINNED);
 			cpu = scx_bpf_task_cpu(p);

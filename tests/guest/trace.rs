@@ -39,6 +39,78 @@ fn mount_tracefs() {
     }
 }
 
+/// A flight recorder: the kernel's scheduling, timer and softirq events
+/// kept in a tracefs instance of their own, beside the main buffer whose
+/// windows the tests judge, and written to the results folder when the
+/// kernel ended the scheduler while it ran: what ran, and what did not,
+/// in the seconds a stall report covers.
+pub struct FlightRecorder {
+    dir: std::path::PathBuf,
+    name: String,
+}
+
+const FLIGHT_EVENTS: &[&str] = &[
+    "sched/sched_switch",
+    "sched/sched_wakeup",
+    "sched/sched_wakeup_new",
+    "timer/hrtimer_expire_entry",
+    "irq/softirq_entry",
+];
+
+impl FlightRecorder {
+    pub fn start(name: &str) -> Self {
+        mount_tracefs();
+        let dir = Path::new(TRACEFS).join("instances").join(name);
+        let _ = fs::create_dir(&dir);
+        let set = |file: &str, value: &str| {
+            fs::write(dir.join(file), value).unwrap_or_else(|e| {
+                panic!("writing {value:?} to {}: {e}", dir.join(file).display())
+            })
+        };
+        set("tracing_on", "0");
+        set("trace_clock", "mono");
+        let per_cpu_kb = (131_072 / crate::common::nr_cpus()).min(32_768);
+        set("buffer_size_kb", &per_cpu_kb.to_string());
+        for e in FLIGHT_EVENTS {
+            set(&format!("events/{e}/enable"), "1");
+        }
+        // The kernel's exit dump stops the recording: what led up to an
+        // ejection stays in the buffer, not what came after it.
+        let _ = fs::write(
+            dir.join("events/sched_ext/sched_ext_dump/trigger"),
+            "traceoff",
+        );
+        set("trace", "");
+        set("tracing_on", "1");
+        FlightRecorder {
+            dir,
+            name: name.into(),
+        }
+    }
+}
+
+impl Drop for FlightRecorder {
+    fn drop(&mut self) {
+        let _ = fs::write(self.dir.join("tracing_on"), "0");
+        if !crate::common::ejections(&crate::common::dmesg()).is_empty() {
+            if let Ok(text) = fs::read_to_string(self.dir.join("trace")) {
+                let _ = fs::write(
+                    crate::common::results_dir().join(format!("{}.txt", self.name)),
+                    text,
+                );
+            }
+        }
+        for e in FLIGHT_EVENTS {
+            let _ = fs::write(self.dir.join(format!("events/{e}/enable")), "0");
+        }
+        let _ = fs::write(
+            self.dir.join("events/sched_ext/sched_ext_dump/trigger"),
+            "!traceoff",
+        );
+        let _ = fs::remove_dir(&self.dir);
+    }
+}
+
 /// Record the sched `events` on trace clock `clock` ("mono", "tai", ...)
 /// while `during` runs, and return the trace text with what it returned.
 fn record<T>(clock: &str, events: &[&str], during: impl FnOnce() -> T) -> (String, T) {

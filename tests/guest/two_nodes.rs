@@ -126,6 +126,7 @@ fn start_slurm(n: u32) -> Vec<Child> {
 fn peer_node() {
     require_guest();
     assert_eq!(this_node(), 2, "peer_node runs in the second guest");
+    let _flight = trace::FlightRecorder::start("flight-n2");
     join_link(2);
     let listener = TcpListener::bind((addr(2).as_str(), PEER_PORT)).unwrap();
     let (stream, _) = listener.accept().unwrap();
@@ -475,6 +476,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         1,
         "run through `cargo xtask test`, which boots two nodes"
     );
+    let _flight = trace::FlightRecorder::start("flight-n1");
     join_link(1);
     // chronyd serves n1's clock to n2, which steps to it and follows.
     fs::write(

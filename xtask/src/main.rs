@@ -53,7 +53,7 @@ enum Command {
     /// The seed paper's experiments under each policy (icount guest): primary
     /// QoS beside guests, then job-queue throughput, efficiency and turnaround.
     Bench(bench::BenchArgs),
-    /// A compressed day on a node-shaped guest (64 vCPUs, 30 minutes by
+    /// A compressed day on a node-shaped guest (16 vCPUs, 30 minutes by
     /// default): everything a node sees at once, checked against what the
     /// kernel says; its report goes to bench/results/.
     Soak(bench::soak::SoakArgs),
