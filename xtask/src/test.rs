@@ -192,7 +192,7 @@ fn passes(args: &TestArgs, first_kernel: bool) -> Vec<Pass> {
             first_kernel_only: true,
         });
     }
-    // Only when asked for (`--filter two_nodes::`): in most runs n2's
+    // Only when asked for (`--filter two_nodes::`): in several runs n2's
     // step daemons start about a minute after Slurm asks, beside a local
     // gang that holds every free row of its one CPU, and the rank on n1
     // gives up: not a check that CI can rely on (DEVELOPING.md).
