@@ -57,6 +57,10 @@ pub struct TestArgs {
     /// How many gang jobs the soak's burst makes.
     #[arg(long, default_value_t = 16)]
     pub day_gangs: u64,
+    /// The two-node pass also runs the mix without rows and under EEVDF,
+    /// for the bench's comparison (about 5 minutes more).
+    #[arg(long)]
+    pub two_node_baselines: bool,
     /// The node-shaped pass: the tests where topology matters
     /// (tests/guest/node_shaped.rs) on a guest of this shape.
     #[arg(long, default_value = NODE_SHAPE)]
@@ -192,22 +196,15 @@ fn passes(args: &TestArgs, first_kernel: bool) -> Vec<Pass> {
             first_kernel_only: true,
         });
     }
-    // Only when asked for (`--filter two_nodes::`): in several runs n2's
-    // step daemons start about a minute after Slurm asks, beside a local
-    // gang that holds every free row of its one CPU, and the rank on n1
-    // gives up: not a check that CI can rely on (DEVELOPING.md).
-    if args
-        .filter
-        .as_deref()
-        .is_some_and(|f| f.starts_with(TWO_NODES))
-    {
+    // Rows across nodes are the agent's and Slurm's: one kernel is enough.
+    if wants(TWO_NODES) {
         out.push(Pass {
             name: "two-node",
             cpus: 1,
             topology: None,
             filters: vec![args.filter.clone().unwrap_or(TWO_NODES.into())],
             skip: vec![],
-            timeout: 900,
+            timeout: 1200,
             single_thread: false,
             peer: Some(PEER_TEST),
             first_kernel_only: true,
@@ -389,6 +386,10 @@ pub fn run(args: &TestArgs) -> Result<i32> {
                 format!("SCX_LINGER_DAY_SECS={}", args.day),
                 format!("SCX_LINGER_DAY_CGROUPS={}", args.day_cgroups),
                 format!("SCX_LINGER_DAY_GANGS={}", args.day_gangs),
+                format!(
+                    "SCX_LINGER_TWO_NODE_BASELINES={}",
+                    u8::from(args.two_node_baselines)
+                ),
                 exe.to_string_lossy().into_owned(),
                 "--test-threads=1".into(),
                 "-Zunstable-options".into(),

@@ -7,6 +7,12 @@
 //! at the same moment: co-scheduled across nodes.
 //!
 //! Usage: exchange --rank 0|1 --peer HOST --port P [--rounds R] [--iters I]
+//!                 [--meet-s S]
+//!
+//! The ranks first wait up to `--meet-s` (60 s) for each other, as an MPI
+//! runtime's start-up does: a batch system starts them on their nodes
+//! at different moments, and a busy node's step daemon starts late. The
+//! wall time counts from the meeting.
 //!
 //! Rank r listens on port P + r and sends to the peer's P + 1 - r. Under
 //! Slurm, `--slurm` takes the rank from SLURM_PROCID, the peer from
@@ -23,6 +29,7 @@ struct Args {
     port: u16,
     rounds: u64,
     iters: u64,
+    meet: Duration,
 }
 
 /// The other node of a two-node Slurm hostlist (`n[1-2]` or `a,b`).
@@ -52,6 +59,7 @@ fn parse_args() -> Result<Args, String> {
         port: 40000,
         rounds: 2000,
         iters: 20_000,
+        meet: Duration::from_secs(60),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -63,6 +71,7 @@ fn parse_args() -> Result<Args, String> {
             "--port" => a.port = num(val("--port")?, "--port")? as u16,
             "--rounds" => a.rounds = num(val("--rounds")?, "--rounds")?,
             "--iters" => a.iters = num(val("--iters")?, "--iters")?,
+            "--meet-s" => a.meet = Duration::from_secs(num(val("--meet-s")?, "--meet-s")?),
             "--slurm" => {
                 let env =
                     |k: &str| std::env::var(k).map_err(|_| format!("--slurm: {k} is not set"));
@@ -114,8 +123,13 @@ fn main() {
             let _ = sock.send_to(&0u64.to_le_bytes(), peer);
             break;
         }
-        if met.elapsed() > Duration::from_secs(60) {
-            eprintln!("exchange: no word from {}:{} in 60 s", peer.0, peer.1);
+        if met.elapsed() > a.meet {
+            eprintln!(
+                "exchange: no word from {}:{} in {} s (--meet-s)",
+                peer.0,
+                peer.1,
+                a.meet.as_secs()
+            );
             std::process::exit(1);
         }
     }
