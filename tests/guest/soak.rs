@@ -388,6 +388,19 @@ fn exit_storm(cg: &TestCgroup, limit: Duration) -> f64 {
     t.elapsed().as_secs_f64()
 }
 
+/// One line of the day's progress, appended to soak-progress.txt in the
+/// results folder as it happens: a day cut short (a timeout, a kill)
+/// still says how far it got and what each event took.
+fn progress(day_start: Instant, what: &str) {
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(results_dir().join("soak-progress.txt"))
+    {
+        let _ = writeln!(f, "{:7.1} s  {what}", day_start.elapsed().as_secs_f64());
+    }
+}
+
 fn run_for(secs: u64, f: impl FnOnce() -> Child) -> (std::process::ExitStatus, String) {
     finish_child(f(), Duration::from_secs(secs + 300))
 }
@@ -458,6 +471,10 @@ fn a_compressed_day_on_a_busy_node() {
         let cg = TestCgroup::new(&format!("{}/storm-eevdf", root.rel));
         exit_storm(&cg, Duration::from_secs(600))
     };
+    progress(
+        t0,
+        &format!("EEVDF: {eevdf_secs} s of the mix, then an exit storm gone in {storm_eevdf:.1} s"),
+    );
     let eevdf_trouble = kernel_trouble();
     *phase.lock().unwrap() = "scx_linger".into();
     require_guest();
@@ -465,6 +482,7 @@ fn a_compressed_day_on_a_busy_node() {
     let (mut agent, first_load) = start_agent(&args);
     let mut loads = vec![first_load];
     let started = Instant::now();
+    progress(t0, &format!("scx_linger enabled after {first_load:.0} s"));
     let at = |f: f64| Duration::from_secs_f64(secs as f64 * f);
     // Every 10 minutes at most: on 16 busy vCPUs sharing one host thread
     // each load takes 3-5 minutes, and restarts every 5 left scx_linger
@@ -521,11 +539,20 @@ fn a_compressed_day_on_a_busy_node() {
         if now >= next_restart && (now < at(0.7) || restarts == 0) {
             agent = restart(agent, &args, &mut loads);
             restarts += 1;
+            progress(
+                t0,
+                &format!(
+                    "SIGKILL restart: enabled again after {:.0} s",
+                    loads.last().unwrap_or(&0.0)
+                ),
+            );
             next_restart += restart_every;
         }
         if let Some(&(when, what)) = events.last() {
             if now >= when {
                 events.pop();
+                progress(t0, &format!("{what} begins"));
+                let had = figures.len();
                 match what {
                     "hotplug" if n > 1 => {
                         // The kernel restarts sched_ext schedulers on a
@@ -597,6 +624,13 @@ fn a_compressed_day_on_a_busy_node() {
                             })
                             .collect();
                         burst_ids = cgs.iter().map(|c| cgroup_id(&c.path)).collect();
+                        progress(
+                            t0,
+                            &format!(
+                                "burst: {burst_cgroups} cgroups made in {:.0} s",
+                                t.elapsed().as_secs_f64()
+                            ),
+                        );
                         let gangs: Vec<(TestCgroup, Child)> = (0..burst_gangs)
                             .map(|i| {
                                 let cg = TestCgroup::new(&format!("{}/g{i}", many.rel));
@@ -618,8 +652,16 @@ fn a_compressed_day_on_a_busy_node() {
                             drop(cg);
                             let _ = c.wait();
                         }
+                        let removing = Instant::now();
                         drop(cgs);
                         drop(many);
+                        progress(
+                            t0,
+                            &format!(
+                                "burst: removed in {:.0} s",
+                                removing.elapsed().as_secs_f64()
+                            ),
+                        );
                         figures.push(format!(
                             "burst: {burst_cgroups} cgroups (a tenth labelled) and {burst_gangs} gang jobs made, run 10 s and removed in {:.0} s",
                             t.elapsed().as_secs_f64()
@@ -665,6 +707,16 @@ fn a_compressed_day_on_a_busy_node() {
                     }
                     _ => {}
                 }
+                progress(
+                    t0,
+                    &format!(
+                        "{what} done{}",
+                        figures[had..]
+                            .first()
+                            .map(|f| format!(": {f}"))
+                            .unwrap_or_default()
+                    ),
+                );
             }
         }
         // stress-ng exits 3 when the kernel denied it the resources it
