@@ -25,6 +25,7 @@ const UNITS: &[&str] = &[
     "bpf/llc.bpf.c",
     "bpf/preempt.bpf.c",
     "bpf/reclassify.bpf.c",
+    "bpf/relief.bpf.c",
     "bpf/smt.bpf.c",
     "bpf/stats.bpf.c",
     "bpf/vtime.bpf.c",

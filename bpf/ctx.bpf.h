@@ -6,7 +6,7 @@
  * parts, each declared and written by its own unit only (the others may
  * read it): which class it is in (classify), its vtime tier (vtime), its
  * cgroup's weight (weight), its accounting (account), its gang
- * bookkeeping and relief turn (gang), its guard grant (guard), its
+ * bookkeeping (gang), its guard grant (guard), its
  * wake-up bursts (wakeup), its cpu.max-limited cgroups (bandwidth). Storage
  * and lookups: ctx.bpf.c.
  */
@@ -38,9 +38,10 @@ struct task_ctx {
 struct cpu_ctx {
 	u64	last_grant;	/* when this CPU last made a guard grant */
 	u64	last_reader_grant; /* and a reader grant */
-	u64	relief_end;	/* this CPU's relief turn lasts until then */
+	u64	relief_grant;	/* the relief turn claimed for this CPU (relief) */
+	u64	relief_started;	/* when that turn began running */
 	bool	grant_pending;	/* the guest being moved here is a grant */
-	bool	relief_pending;	/* the primary being moved here is a relief */
+	bool	relief_pending;	/* the primary being moved here is a relief turn */
 };
 
 /* @p's state; NULL only if init_task() could not create it. */

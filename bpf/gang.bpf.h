@@ -113,7 +113,6 @@ enum gang_dispatch {
 };
 enum gang_dispatch gang_dispatch(u32 tier, s32 cpu, struct task_struct *prev,
 				 struct task_ctx *ptctx, u64 now);
-bool gang_relief(u64 now);
 u64 guest_gangs_queued(void);
 bool guard_grant_guest_gang(void);
 void gang_count_runnable(struct task_ctx *tctx);

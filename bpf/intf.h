@@ -316,7 +316,7 @@ enum linger_stat {
 	LINGER_STAT_GANG_NO_ROOM,	/* waking member found no CPU to take */
 	LINGER_STAT_GANG_DISPLACED,	/* member pushed off by a higher sched class */
 	LINGER_STAT_BACKFILL,		/* non-gang task ran on a CPU during a gang slot */
-	LINGER_STAT_GANG_RELIEF,	/* relief turn for overdue ordinary work in a slot */
+	LINGER_STAT_GANG_RELIEF,	/* relief turn for ordinary work in a gang slot */
 	LINGER_STAT_AGE_RESCUE,		/* task run because it waited a quarter of the watchdog */
 	LINGER_STAT_WAKE_PREEMPT,	/* short-sleeping primary preempted a primary on waking */
 	LINGER_STAT_WAKE_DEFER,		/* ... timer armed to preempt once the running one has run long */
@@ -336,7 +336,7 @@ enum linger_stat {
 #define LINGER_DEFAULT_WATCHDOG_MS		30000ULL
 #define LINGER_DEFAULT_SLOT_MS			100ULL
 #define LINGER_DEFAULT_OPEN_PCT			10ULL
-#define LINGER_DEFAULT_RELIEF_WAIT_US		40000ULL
+#define LINGER_DEFAULT_RELIEF_PERIOD_US		40000ULL
 #define LINGER_DEFAULT_RELIEF_SLICE_US		2000ULL
 
 #endif /* __SCX_LINGER_INTF_H */

@@ -28,7 +28,7 @@ extern const volatile u64 primary_slice_ns;
 extern const volatile u64 guest_slice_ns;
 extern const volatile u64 guard_interval_ns;
 extern const volatile u64 guard_slice_ns;
-extern const volatile u64 relief_wait_ns;
+extern const volatile u64 relief_period_ns;
 extern const volatile u64 relief_slice_ns;
 extern const volatile bool wake_preempt;
 extern const volatile u32 smt_guests;

@@ -40,6 +40,7 @@
 #include "llc.bpf.h"
 #include "preempt.bpf.h"
 #include "reclassify.bpf.h"
+#include "relief.bpf.h"
 #include "smt.bpf.h"
 #include "stats.bpf.h"
 
@@ -68,16 +69,16 @@ const volatile u64 guard_interval_ns = LINGER_DEFAULT_GUARD_INTERVAL_MS * 100000
 const volatile u64 guard_slice_ns = LINGER_DEFAULT_GUARD_SLICE_US * 1000;
 
 /*
- * Relief for ordinary primaries while gangs hold the CPUs. Ordinary work
- * is sure of the open phase that ends each cycle, but between two open
- * phases a waking shell, sshd or node daemon would wait up to a whole
- * cycle (222 ms with two 100 ms slots), and wake-up-heavy work crawls.
- * Once the head of the primary queue has waited relief_wait_ns, the next
- * CPU to choose during a slot gives ordinary work a turn of
- * relief_slice_ns, at most once per relief_wait_ns on the whole node
- * (gang_relief()). 0 disables.
+ * Relief for ordinary primaries while gangs hold the CPUs (relief.bpf.c).
+ * Ordinary work is sure of the open phase that ends each cycle, but
+ * between two open phases a waking shell, sshd or step daemon would wait
+ * up to a whole cycle (222 ms with two 100 ms slots), and wake-up-heavy
+ * work crawls. So ordinary work may run relief_slice_ns in every
+ * relief_period_ns of gang slots on the whole node, at once when it
+ * wakes: 5% of one CPU by default, what a gang can lose to it. 0
+ * disables.
  */
-const volatile u64 relief_wait_ns = LINGER_DEFAULT_RELIEF_WAIT_US * 1000;
+const volatile u64 relief_period_ns = LINGER_DEFAULT_RELIEF_PERIOD_US * 1000;
 const volatile u64 relief_slice_ns = LINGER_DEFAULT_RELIEF_SLICE_US * 1000;
 
 /*
@@ -96,15 +97,12 @@ const volatile bool wake_preempt = true;
  */
 const volatile u32 smt_guests = LINGER_SMT_GUESTS_AVOID;
 
-/* A task that joins a turn about to end still gets this much. */
-#define RELIEF_MIN_SLICE_NS	100000ULL
-
 /*
  * The kernel watchdog's timeout (ops.timeout_ms), which the guard beats.
  *
  * Every wait is measured on one clock per task, the time it became ready
  * (guard.bpf.h: ready_at), against the thresholds here: a quarter of
- * watchdog_ns for the age guard, relief_wait_ns for a relief turn,
+ * watchdog_ns for the age guard,
  * guard_interval_ns between grants (guard.bpf.c adds the reader grant's
  * interval, which is not a tunable).
  */
@@ -132,7 +130,8 @@ UEI_DEFINE(uei);
 /*
  * The slice is over: charge @ran ns, the kernel's own charge
  * (account.bpf.c), to the task's vtime, its cgroups' cpu.max budgets and
- * its gang (or the slot's back-fill). @refresh: read its cgroup weight
+ * its gang (or the slot's back-fill), and to relief's budget if it ran a
+ * relief turn. @refresh: read its cgroup weight
  * afresh (at a stop; a kept task's weight is the one it ran with). A
  * global function, verified once rather than at each call.
  */
@@ -142,6 +141,7 @@ __hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
 	p->scx.dsq_vtime = charged_vtime(p, tctx, ran, refresh);
 	bw_charge(p, tctx, ran, now);
 	gang_charge_run(scx_bpf_task_cpu(p), tctx, ran);
+	relief_charge(ran);
 }
 
 /*
@@ -438,9 +438,12 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 		return;
 	}
-	/* No idle CPU: a primary takes one from a guest. */
-	if (tier == LINGER_TIER_PRIMARY)
-		preempt_guest_for(p);
+	/*
+	 * No idle CPU: a primary takes one from a guest, else, woken during
+	 * a gang slot, one from a gang member for a relief turn.
+	 */
+	if (tier == LINGER_TIER_PRIMARY && !preempt_guest_for(p))
+		relief_kick(p, tctx, enq_flags);
 }
 
 /*
@@ -512,9 +515,9 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 
 	/*
 	 * In a gang slot, the slot's primary gangs come first, but ordinary
-	 * work that has waited too long gets a short relief turn before them.
+	 * work gets a relief turn before them while the budget lasts.
 	 */
-	if (!gang_open && gang_relief(now))
+	if (!gang_open && relief_dispatch(now))
 		return;
 	if (!gang_open && dispatch_gang(LINGER_TIER_PRIMARY, cpu, prev, tctx, now))
 		return;
@@ -619,7 +622,7 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	struct cpu_ctx *cctx = lookup_cpu_ctx();
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	s32 cpu = scx_bpf_task_cpu(p);
-	u64 now = scx_bpf_now();
+	u64 now = scx_bpf_now(), relief;
 	bool granted = false;
 
 	/* Its own vtime again, before anything reads it (wakeup.bpf.c). */
@@ -630,14 +633,10 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 			p->scx.slice = guard_slice_ns;
 		}
 		cctx->grant_pending = false;
-		if (tier == LINGER_TIER_PRIMARY && cctx->relief_pending && tctx) {
-			/* What is left of this CPU's relief turn. */
-			p->scx.slice = time_before(now + RELIEF_MIN_SLICE_NS,
-						   cctx->relief_end) ?
-				       cctx->relief_end - now : RELIEF_MIN_SLICE_NS;
-		}
-		cctx->relief_pending = false;
 	}
+	relief = relief_running(tier, now);
+	if (relief)
+		p->scx.slice = relief;
 	if (tctx)
 		granted = tctx->guard.granted;
 	/* Before the wake-up rule notes its vtime: it may be rebased here. */

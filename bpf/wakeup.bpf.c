@@ -20,8 +20,8 @@
  *    a disk) is never sync. select_cpu() passes the flag on; a task that
  *    may run on one CPU only skips select_cpu(), and counts as not sync;
  *  - the running task is not a short sleeper: an ordinary primary (no
- *    gang member: those run by slot, and gang_run.bpf.c has its own
- *    relief for ordinary work) that runs longer than that on average, or
+ *    gang member: those run by slot, and relief.bpf.c gives ordinary
+ *    work its turns beside them) that runs longer than that on average, or
  *    has now run longer than that since it last woke;
  *  - the waker is owed CPU: its vtime is behind the running task's vtime
  *    as of now, what stopping() would charge it (EEVDF's eligibility, in

@@ -3,8 +3,8 @@
  * pure.h - the BPF side's arithmetic that touches no kernel state: the
  * histogram bucket rule, where a gang rotation stands at a clock time,
  * where admission starts in a cycle, which gangs admission lets run, in
- * which LLC each admitted gang's members are placed, and where a task
- * arriving at a tier's queue starts.
+ * which LLC each admitted gang's members are placed, where a task
+ * arriving at a tier's queue starts, and gang relief's budget.
  *
  * It compiles both as BPF (included by the units that use it) and for
  * the host (pure_host.c), so that the agent's unit tests run these very
@@ -284,6 +284,43 @@ static inline u64 arrival_vtime(u64 clock, u64 slice, bool queued, u64 head)
 	if (queued && (s64)(head - floor) < 0)
 		return head;
 	return floor;
+}
+
+/*
+ * Gang relief's budget (relief.bpf.c): ordinary primary work may run
+ * @slice ns in every @period ns of gang slots on the node. The budget is
+ * kept as a clock: running r ns moves it r * @period / @slice ns ahead,
+ * and what may run at @now is what the time since the clock earns, at
+ * most one @slice (a budget unused for a whole period is not saved up).
+ * One word, so CPUs claim from it with one compare-and-swap.
+ */
+static inline u64 relief_cost(u64 ran, u64 period, u64 slice)
+{
+	return slice ? ran * period / slice : 0;
+}
+
+/* What ordinary work may run at @now, with the budget clock at @clock. */
+static inline u64 relief_budget(u64 clock, u64 now, u64 period, u64 slice)
+{
+	u64 earned;
+
+	if (!period || (s64)(now - clock) <= 0)
+		return 0;
+	earned = now - clock;
+	if (earned >= period)
+		return slice;
+	return earned * slice / period;
+}
+
+/* The clock after @grant ns are claimed at @now. */
+static inline u64 relief_claim(u64 clock, u64 now, u64 grant, u64 period,
+			       u64 slice)
+{
+	u64 floor = now - period;
+
+	if ((s64)(clock - floor) < 0)
+		clock = floor;
+	return clock + relief_cost(grant, period, slice);
 }
 
 #endif /* __SCX_LINGER_PURE_H */

@@ -55,3 +55,13 @@ u64 linger_pure_arrival_vtime(u64 clock, u64 slice, bool queued, u64 head)
 {
 	return arrival_vtime(clock, slice, queued, head);
 }
+
+u64 linger_pure_relief_budget(u64 clock, u64 now, u64 period, u64 slice)
+{
+	return relief_budget(clock, now, period, slice);
+}
+
+u64 linger_pure_relief_claim(u64 clock, u64 now, u64 grant, u64 period, u64 slice)
+{
+	return relief_claim(clock, now, grant, period, slice);
+}

@@ -83,7 +83,7 @@ pub struct Tunables {
     pub guest_slice: Duration,
     pub guard_interval: Duration,
     pub guard_slice: Duration,
-    pub relief_wait: Duration,
+    pub relief_period: Duration,
     pub relief_slice: Duration,
     /// Wake-up preemption among primaries (bpf/wakeup.bpf.c).
     pub wake_preempt: bool,
@@ -164,7 +164,7 @@ impl<'obj> Scheduler<'obj> {
         rodata.guest_slice_ns = ns(t.guest_slice);
         rodata.guard_interval_ns = ns(t.guard_interval);
         rodata.guard_slice_ns = ns(t.guard_slice);
-        rodata.relief_wait_ns = ns(t.relief_wait);
+        rodata.relief_period_ns = ns(t.relief_period);
         rodata.relief_slice_ns = ns(t.relief_slice);
         rodata.wake_preempt = t.wake_preempt;
         rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
@@ -177,7 +177,7 @@ impl<'obj> Scheduler<'obj> {
         let skel = scx_ops_load!(open, linger_ops, uei)?;
         topology::write_siblings(&skel, &places, queues, t.smt_guests);
         info!(
-            "loaded{}: primary slice {} us (wake-up preemption {}), guest slice {} us, guard {} us every {} ms, gang relief {} us after {} us",
+            "loaded{}: primary slice {} us (wake-up preemption {}), guest slice {} us, guard {} us every {} ms, gang relief {} us per {} us",
             if t.partial {
                 " in partial mode (SCHED_EXT tasks only)"
             } else {
@@ -189,7 +189,7 @@ impl<'obj> Scheduler<'obj> {
             t.guard_slice.as_micros(),
             t.guard_interval.as_millis(),
             t.relief_slice.as_micros(),
-            t.relief_wait.as_micros(),
+            t.relief_period.as_micros(),
         );
         info!(
             "cpu.max limits enforced, as {}",

@@ -2,8 +2,9 @@
 //! The BPF side's pure arithmetic (bpf/lib/pure.h), compiled for the host
 //! by build.rs, for unit tests: the histogram bucket rule, a rotation's
 //! position at a clock time, admission's starting gang, admission itself,
-//! gang homes and where a task arriving at a queue starts are tested as
-//! the BPF program computes them, not as a Rust copy would.
+//! gang homes, where a task arriving at a queue starts and gang relief's
+//! budget are tested as the BPF program computes them, not as a Rust copy
+//! would.
 
 use super::intf::{
     linger_consts_LINGER_MAX_GANGS, linger_consts_LINGER_MAX_LLCS, linger_gang_table,
@@ -35,6 +36,8 @@ extern "C" {
         homes: *mut u32,
     );
     fn linger_pure_arrival_vtime(clock: u64, slice: u64, queued: bool, head: u64) -> u64;
+    fn linger_pure_relief_budget(clock: u64, now: u64, period: u64, slice: u64) -> u64;
+    fn linger_pure_relief_claim(clock: u64, now: u64, grant: u64, period: u64, slice: u64) -> u64;
 }
 
 /// hist_bucket(): the histogram bucket a value of `ns` is counted in.
@@ -109,9 +112,64 @@ pub fn arrival_vtime(clock: u64, slice: u64, head: Option<u64>) -> u64 {
     unsafe { linger_pure_arrival_vtime(clock, slice, head.is_some(), head.unwrap_or(0)) }
 }
 
+/// relief_budget(): what ordinary work may run in gang slots at `now`,
+/// with relief's budget clock at `clock`.
+pub fn relief_budget(clock: u64, now: u64, period: u64, slice: u64) -> u64 {
+    // SAFETY: a pure function of its arguments.
+    unsafe { linger_pure_relief_budget(clock, now, period, slice) }
+}
+
+/// relief_claim(): relief's budget clock after `grant` ns are claimed.
+pub fn relief_claim(clock: u64, now: u64, grant: u64, period: u64, slice: u64) -> u64 {
+    // SAFETY: a pure function of its arguments.
+    unsafe { linger_pure_relief_claim(clock, now, grant, period, slice) }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::arrival_vtime;
+    use super::{arrival_vtime, relief_budget, relief_claim};
+
+    const PERIOD: u64 = 40_000_000;
+    const TURN: u64 = 2_000_000;
+
+    #[test]
+    fn relief_earns_its_slice_per_period_and_saves_no_more() {
+        let now = 1_000_000_000_000u64;
+        assert_eq!(relief_budget(now, now, PERIOD, TURN), 0);
+        assert_eq!(relief_budget(now + 5, now, PERIOD, TURN), 0);
+        assert_eq!(relief_budget(now - PERIOD / 4, now, PERIOD, TURN), TURN / 4);
+        assert_eq!(relief_budget(now - PERIOD, now, PERIOD, TURN), TURN);
+        assert_eq!(relief_budget(0, now, PERIOD, TURN), TURN);
+        // Period 0: relief is off.
+        assert_eq!(relief_budget(0, now, 0, TURN), 0);
+    }
+
+    #[test]
+    fn a_relief_claim_spends_the_budget_and_short_turns_leave_the_rest() {
+        let now = 1_000_000_000_000u64;
+        // A long idle budget is one slice: claiming it all empties it.
+        let clock = relief_claim(0, now, TURN, PERIOD, TURN);
+        assert_eq!(clock, now);
+        assert_eq!(relief_budget(clock, now, PERIOD, TURN), 0);
+        // Ten 100 us turns in a row out of a full budget leave half.
+        let mut clock = now - PERIOD;
+        for _ in 0..10 {
+            clock = relief_claim(clock, now, 100_000, PERIOD, TURN);
+        }
+        assert_eq!(relief_budget(clock, now, PERIOD, TURN), TURN / 2);
+        // Over a long run, at most one slice per period on the node.
+        let (mut clock, mut ran) = (0u64, 0u64);
+        for ms in 0..4_000u64 {
+            let t = now + ms * 1_000_000;
+            let b = relief_budget(clock, t, PERIOD, TURN);
+            if b >= 100_000 {
+                clock = relief_claim(clock, t, b, PERIOD, TURN);
+                ran += b;
+            }
+        }
+        assert!(ran <= TURN * (4_000 / 40 + 1), "{ran}");
+        assert!(ran >= TURN * (4_000 / 40 - 1), "{ran}");
+    }
 
     const SLICE: u64 = 20_000_000;
 

@@ -37,14 +37,17 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u64).range(50..=100_000))]
     pub guard_slice_us: u64,
 
-    /// Gang relief: while gangs hold the CPUs, ordinary primary work that
-    /// has waited this long gets a short turn (microseconds; 0: it waits
-    /// for the open phase at the end of each cycle).
-    #[arg(long, default_value_t = intf::LINGER_DEFAULT_RELIEF_WAIT_US as u64,
+    /// Gang relief: while gangs hold the CPUs, ordinary primary work may
+    /// run --relief-slice-us in every this many microseconds on the node,
+    /// at once when it wakes (0: it waits for the open phase at the end
+    /// of each cycle).
+    #[arg(long, alias = "relief-wait-us",
+          default_value_t = intf::LINGER_DEFAULT_RELIEF_PERIOD_US as u64,
           value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
-    pub relief_wait_us: u64,
+    pub relief_period_us: u64,
 
-    /// Gang relief: length of that turn, in microseconds.
+    /// Gang relief: what ordinary work may run per period, and the
+    /// longest turn, in microseconds.
     #[arg(long, default_value_t = intf::LINGER_DEFAULT_RELIEF_SLICE_US as u64,
           value_parser = clap::value_parser!(u64).range(50..=100_000))]
     pub relief_slice_us: u64,

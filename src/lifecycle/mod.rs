@@ -122,7 +122,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         guest_slice: Duration::from_micros(args.guest_slice_us),
         guard_interval: Duration::from_millis(args.guard_interval_ms),
         guard_slice: Duration::from_micros(args.guard_slice_us),
-        relief_wait: Duration::from_micros(args.relief_wait_us),
+        relief_period: Duration::from_micros(args.relief_period_us),
         relief_slice: Duration::from_micros(args.relief_slice_us),
         wake_preempt: !args.no_wake_preempt,
         partial: args.partial,

@@ -504,7 +504,7 @@ fn ordinary_work_gets_relief_while_gangs_fill_every_cpu() {
         stop_still_enabled(agent);
         (delay_ms, wakes, together)
     };
-    let (off_ms, off_wakes, off_together) = measure(&["--relief-wait-us", "0"]);
+    let (off_ms, off_wakes, off_together) = measure(&["--relief-period-us", "0"]);
     let (on_ms, on_wakes, on_together) = measure(&[]);
     figure(&format!(
         "gang relief: a primary waking every 20 ms beside two gangs filling both CPUs: mean wait {on_ms:.1} ms ({on_wakes} runs in 5 s) with relief, {off_ms:.1} ms ({off_wakes} runs) without; gang members together {:.0}% / {:.0}% with, {:.0}% / {:.0}% without",
@@ -513,13 +513,14 @@ fn ordinary_work_gets_relief_while_gangs_fill_every_cpu() {
         off_together[0] * 100.0,
         off_together[1] * 100.0
     ));
-    // With the default 40 ms relief wait ordinary work waits about one
-    // relief wait per wake-up, against most of a cycle without relief;
-    // a relief turn displaces a member, whose partner spins through it,
-    // so members stay together a little less of the time. A shorter
-    // relief wait halves the wait and breaks the gangs up more.
+    // The waker needs 1 ms in 20, the whole relief budget (2 ms in 40),
+    // which the node's other ordinary work shares: it waits for the
+    // budget about half of its wake-ups (22 ms on average; 44 ms when a
+    // turn came only after a 40 ms wait), against most of a cycle without
+    // relief. A turn displaces a member, whose partner spins through it,
+    // so members stay together a little less of the time.
     assert!(
-        on_ms < 80.0 && on_ms < off_ms / 2.0,
+        on_ms < 60.0 && on_ms < off_ms / 3.0,
         "ordinary work waited {on_ms:.1} ms per wake-up with relief ({off_ms:.1} ms without)"
     );
     assert!(

@@ -579,6 +579,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     let g = guest.spin(1);
 
     // Two jobs with rows, traced on both nodes once every rank runs.
+    let submitted = Instant::now();
     let ids = [submit("gang", rounds), submit("gang", rounds)];
     let (mut near_ranks, mut far_ranks) = (String::new(), String::new());
     let started = wait_until(RANK_START, || {
@@ -592,6 +593,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         started,
         "the ranks of jobs {ids:?} did not all start: n1 {near_ranks:?}, n2 {far_ranks:?}"
     );
+    let ranks_up = submitted.elapsed().as_secs_f64();
     let remote = std::thread::scope(|s| {
         let far = s.spawn(|| peer.must("trace 2"));
         let near = trace::record_switches(Duration::from_secs(2), "tai");
@@ -646,7 +648,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         format!("without rows {no_rows:.2}x, EEVDF {eevdf:.2}x")
     };
     figure(&format!(
-        "two nodes (1 vCPU each, plain TCG), 2 two-node gang jobs (a rank per node, {rounds} rounds of compute and a UDP exchange), n2 also running a local gang and n1 a guest: makespan vs ideal (2x the faster of one job alone under each, same boot) scx_linger with rows {rows_ratio:.2}x, {others}; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s); with rows, each job's ranks running at once {:.0}% / {:.0}% of their run time; a row's start on n1 vs n2 p50 {:.2} ms p99 {:.2} ms max {:.2} ms over {} rows; chrony offset n2-n1 {offset:+.3} ms",
+        "two nodes (1 vCPU each, plain TCG), 2 two-node gang jobs (a rank per node, {rounds} rounds of compute and a UDP exchange), n2 also running a local gang and n1 a guest: makespan vs ideal (2x the faster of one job alone under each, same boot) scx_linger with rows {rows_ratio:.2}x, {others}; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s); with rows, each job's ranks running at once {:.0}% / {:.0}% of their run time; a row's start on n1 vs n2 p50 {:.2} ms p99 {:.2} ms max {:.2} ms over {} rows; chrony offset n2-n1 {offset:+.3} ms; every rank running {ranks_up:.0} s after submission",
         co.first().unwrap_or(&0.0) * 100.0,
         co.get(1).unwrap_or(&0.0) * 100.0,
         s50 * 1e3,
