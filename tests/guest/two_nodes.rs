@@ -289,10 +289,11 @@ fn chrony_offset_ms(peer: &mut Peer) -> f64 {
 /// How long a job's ranks may take to start on both nodes. On n2's one
 /// emulated CPU, while a node-local gang leads every row it has, the
 /// Prolog, the agent and the step daemon are ordinary primary work: they
-/// get the open phase and relief turns (about 15% of the CPU), and the
-/// step daemon has started up to a minute after Slurm's launch request.
-/// The ranks' wall time counts from their meeting, so this wait is in no
-/// figure.
+/// get the open phase and the relief budget (about 15% of the CPU), and
+/// the step daemon has started up to a minute after Slurm's launch
+/// request: its start-up is CPU-bound there, so relief's budget, not its
+/// latency, decides it. The ranks' wall time counts from their meeting, so
+/// this wait is in no figure but the last of the test's line.
 const RANK_START: Duration = Duration::from_secs(240);
 
 /// Submit a two-node job of one rank per node; its id.
