@@ -269,19 +269,16 @@ fn parent_of(rel: &str) -> Option<&str> {
 /// labelled ancestor's, else the default; the root is always primary.
 /// With it, each cgroup's job and what its unseen descendants inherit:
 /// every rule of who is what lives here, and the BPF side only looks the
-/// answers up.
+/// answers up. The answers come in path order.
 pub fn resolve_all<'a>(
     cgroups: impl IntoIterator<Item = &'a Cgroup>,
     default: Class,
 ) -> Vec<Resolved> {
-    // Parents before children: sort by depth, then path.
+    // Parents before children: a path sorts after every prefix of it, so
+    // path order is enough (the tree's own order: this sort then finds
+    // the slice sorted and costs one comparison per cgroup).
     let mut order: Vec<&Cgroup> = cgroups.into_iter().collect();
-    order.sort_by_key(|c| {
-        (
-            c.rel.matches('/').count() + usize::from(!c.rel.is_empty()),
-            c.rel.clone(),
-        )
-    });
+    order.sort_by(|a, b| a.rel.cmp(&b.rel));
     let mut done: HashMap<&str, (Class, Source)> = HashMap::new();
     // Per resolved path: its origin and job, for its children.
     let mut ties: HashMap<&str, (Option<u64>, u64)> = HashMap::new();

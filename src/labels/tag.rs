@@ -159,7 +159,6 @@ pub fn ls(mount: &Path, cfg: &Config, all: bool) -> Result<String> {
     let cgs = cgroups::scan(mount, cfg)?;
     let mut resolved: Vec<Resolved> = cgroups::resolve_all(&cgs, cfg.default_class);
     resolved.retain(|r| all || r.own || !r.warnings.is_empty());
-    resolved.sort_by(|a, b| a.rel.cmp(&b.rel));
     let width = resolved
         .iter()
         .map(|r| r.rel.chars().count() + 1)

@@ -91,9 +91,24 @@ const WATCHED_FOR: Duration = Duration::from_secs(60);
 /// noticed within this; every task runs on the kernel's scheduler
 /// meanwhile).
 const EJECT_WATCH: Duration = Duration::from_secs(1);
-/// Cgroup events are gathered this long before they are applied: a job
-/// manager makes a job's cgroups (job, step, task) in one burst.
+/// Cgroup events are gathered at least this long before they are
+/// applied: a job manager makes a job's cgroups (job, step, task) in one
+/// burst.
 const SETTLE: Duration = Duration::from_millis(10);
+/// Each pass over the labels costs time in proportion to the whole tree,
+/// so events are gathered for this many times the last pass's cost: in
+/// a burst of thousands of cgroups made one at a time, the agent then
+/// takes at most a fifth of a CPU, however large the tree, instead of a
+/// pass per cgroup.
+const SETTLE_PER_PASS: u32 = 4;
+/// ... but never longer than this, so that a new job's class is in BPF
+/// well within the 2 s a Slurm job waits for it (slurm::WAIT_LIMIT).
+const SETTLE_MAX: Duration = Duration::from_millis(250);
+
+/// How long to gather events after a pass that took `pass`.
+fn settle_after(pass: Duration) -> Duration {
+    (pass * SETTLE_PER_PASS).clamp(SETTLE, SETTLE_MAX)
+}
 /// The full rescan's interval when changes cannot be watched (watch.rs).
 const BLIND_RESCAN: Duration = Duration::from_secs(1);
 /// How often, while gangs exist, their cpusets are read again (a job
@@ -148,12 +163,18 @@ fn publish_limits(sched: &mut Scheduler, tree: &Tree) {
 /// Hand BPF the labels of every cgroup in `tree`; keep them in `labelled`
 /// for the stats. A failure keeps the labels BPF already has: scheduling
 /// never waits on the agent. Returns true if any label (or the cluster rows) changed.
+///
+/// The log says at `info` when the labelled cgroups' counts change
+/// (`said` holds the last counts said); a job manager's unlabelled
+/// cgroups coming and going are `debug`, else a burst of thousands of
+/// cgroups is thousands of lines in the journal.
 fn publish_labels(
     sched: &mut Scheduler,
     rotation: &mut Rotation,
     labelled: &mut Labelled,
     tree: &Tree,
     cfg: &Config,
+    said: &mut String,
 ) -> bool {
     let started = Instant::now();
     publish_limits(sched, tree);
@@ -176,11 +197,17 @@ fn publish_labels(
     *labelled = Labelled::new(started, resolved);
     match result {
         Ok(changed) if changed > 0 => {
-            info!(
+            let line = format!(
                 "labels: {own} labelled cgroups ({counts}) of {}; {changed} map entries changed in {:?}",
                 tree.count(),
                 started.elapsed()
             );
+            if *said == counts {
+                debug!("{line}");
+            } else {
+                info!("{line}");
+                *said = counts;
+            }
             true
         }
         Ok(_) => {
@@ -226,7 +253,15 @@ pub fn run(
     // Changes from here on arrive as events and are applied one cgroup at
     // a time; the full rescan is a safety net.
     let mut tree = Tree::scan(mount, cfg);
-    publish_labels(&mut sched, &mut rotation, &mut labelled, &tree, cfg);
+    let mut said = String::new();
+    publish_labels(
+        &mut sched,
+        &mut rotation,
+        &mut labelled,
+        &tree,
+        cfg,
+        &mut said,
+    );
     sched.attach()?;
     drop(priority);
     let mut sampler = Sampler::new();
@@ -246,6 +281,7 @@ pub fn run(
     let mut next_rescan = Instant::now() + rescan_every(*blind);
     let mut dirty: Vec<Dirty> = Vec::new();
     let mut next_apply: Option<Instant> = None;
+    let mut settle = SETTLE;
     let mut next_repack = Some(Instant::now());
     let mut next_stats = Instant::now() + stats_every;
     let mut next_sample = Instant::now();
@@ -291,7 +327,7 @@ pub fn run(
                         dirty.push(d);
                     }
                 }
-                next_apply.get_or_insert(Instant::now() + SETTLE);
+                next_apply.get_or_insert(Instant::now() + settle);
             }
             Ok(Event::Tree(Change::Blind(why))) => {
                 if !*blind {
@@ -319,7 +355,15 @@ pub fn run(
                 tree.refresh(mount, cfg, &d);
             }
             debug!("cgroup tree read again in {:?}", started.elapsed());
-            let changed = publish_labels(&mut sched, &mut rotation, &mut labelled, &tree, cfg);
+            let changed = publish_labels(
+                &mut sched,
+                &mut rotation,
+                &mut labelled,
+                &tree,
+                cfg,
+                &mut said,
+            );
+            settle = settle_after(started.elapsed());
             if std::mem::take(&mut reloaded) {
                 notify_service_manager(&[NotifyState::Ready]);
             }
@@ -381,4 +425,22 @@ pub fn run(
         ending,
         why: exit.why,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_gather_longer_after_a_costly_pass_but_never_near_slurms_wait() {
+        assert_eq!(settle_after(Duration::ZERO), SETTLE);
+        assert_eq!(
+            settle_after(Duration::from_millis(20)),
+            Duration::from_millis(80)
+        );
+        assert_eq!(settle_after(Duration::from_secs(10)), SETTLE_MAX);
+        // A job's class reaches BPF after the gathering and one pass; the
+        // Prolog waits slurm::WAIT_LIMIT for it.
+        assert!(SETTLE_MAX * 4 <= slurm::WAIT_LIMIT);
+    }
 }
