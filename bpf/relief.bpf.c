@@ -164,7 +164,13 @@ __noinline bool relief_kick_cpu(s32 cpu, u64 need, u64 now)
 __hidden void relief_kick(const struct task_struct *p, const struct task_ctx *tctx,
 			  u64 enq_flags)
 {
-	if (!relief_period_ns || !tctx || !(enq_flags & SCX_ENQ_WAKEUP))
+	/*
+	 * Only a primary gang's slot holds a CPU from ordinary work: with
+	 * none scheduled, or in the open phase, the wake-up path pays no
+	 * call here.
+	 */
+	if (!relief_period_ns || !scheduled_primary || gang_open || !tctx ||
+	    !(enq_flags & SCX_ENQ_WAKEUP))
 		return;
 	relief_kick_cpu(scx_bpf_task_cpu(p), relief_need(tctx), scx_bpf_now());
 }
