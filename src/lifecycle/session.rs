@@ -105,10 +105,6 @@ const SETTLE_PER_PASS: u32 = 4;
 /// well within the 2 s a Slurm job waits for it (slurm::WAIT_LIMIT).
 const SETTLE_MAX: Duration = Duration::from_millis(250);
 
-/// How long to gather events after a pass that took `pass`.
-fn settle_after(pass: Duration) -> Duration {
-    (pass * SETTLE_PER_PASS).clamp(SETTLE, SETTLE_MAX)
-}
 /// The full rescan's interval when changes cannot be watched (watch.rs).
 const BLIND_RESCAN: Duration = Duration::from_secs(1);
 /// How often, while gangs exist, their cpusets are read again (a job
@@ -119,6 +115,11 @@ const REPACK_EVERY: Duration = Duration::from_secs(1);
 /// How often the clock's synchronisation is looked at where the config
 /// sets cluster rows (the only case in which nodes' clocks must agree).
 const CLOCK_CHECK_EVERY: Duration = Duration::from_secs(30);
+
+/// How long to gather events after a pass that took `pass`.
+fn settle_after(pass: Duration) -> Duration {
+    (pass * SETTLE_PER_PASS).clamp(SETTLE, SETTLE_MAX)
+}
 
 /// Say once, when it changes, whether the clock is good enough for rows
 /// of `rows`: `last` is what was said before.
