@@ -97,9 +97,9 @@ const EJECT_WATCH: Duration = Duration::from_secs(1);
 const SETTLE: Duration = Duration::from_millis(10);
 /// Each pass over the labels costs time in proportion to the whole tree,
 /// so events are gathered for this many times the last pass's cost: in
-/// a burst of thousands of cgroups made one at a time, the agent then
-/// takes at most a fifth of a CPU, however large the tree, instead of a
-/// pass per cgroup.
+/// a burst of thousands of cgroups made one at a time, the passes then
+/// take at most a fifth of a CPU (while a pass is under SETTLE_MAX / 4),
+/// instead of a pass per cgroup.
 const SETTLE_PER_PASS: u32 = 4;
 /// ... but never longer than this, so that a new job's class is in BPF
 /// well within the 2 s a Slurm job waits for it (slurm::WAIT_LIMIT).
