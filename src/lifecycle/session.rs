@@ -161,21 +161,26 @@ fn publish_limits(sched: &mut Scheduler, tree: &Tree) {
     }
 }
 
-/// Hand BPF the labels of every cgroup in `tree`; keep them in `labelled`
+/// What the last publish_labels() left: the labels for the stats, and
+/// the counts of labelled cgroups the log last said.
+#[derive(Default)]
+struct Published {
+    labelled: Labelled,
+    /// The log says at `info` when these counts change; a job manager's
+    /// unlabelled cgroups coming and going are `debug`, else a burst of
+    /// thousands of cgroups is thousands of lines in the journal.
+    said: String,
+}
+
+/// Hand BPF the labels of every cgroup in `tree`; keep them in `published`
 /// for the stats. A failure keeps the labels BPF already has: scheduling
 /// never waits on the agent. Returns true if any label (or the cluster rows) changed.
-///
-/// The log says at `info` when the labelled cgroups' counts change
-/// (`said` holds the last counts said); a job manager's unlabelled
-/// cgroups coming and going are `debug`, else a burst of thousands of
-/// cgroups is thousands of lines in the journal.
 fn publish_labels(
     sched: &mut Scheduler,
     rotation: &mut Rotation,
-    labelled: &mut Labelled,
+    published: &mut Published,
     tree: &Tree,
     cfg: &Config,
-    said: &mut String,
 ) -> bool {
     let started = Instant::now();
     publish_limits(sched, tree);
@@ -195,7 +200,7 @@ fn publish_labels(
                 .filter_map(|r| Some((slurm::job_id(&r.rel)?, r.class.name()))),
         );
     }
-    *labelled = Labelled::new(started, resolved);
+    published.labelled = Labelled::new(started, resolved);
     match result {
         Ok(changed) if changed > 0 => {
             let line = format!(
@@ -203,11 +208,11 @@ fn publish_labels(
                 tree.count(),
                 started.elapsed()
             );
-            if *said == counts {
+            if published.said == counts {
                 debug!("{line}");
             } else {
                 info!("{line}");
-                *said = counts;
+                published.said = counts;
             }
             true
         }
@@ -248,21 +253,13 @@ pub fn run(
         args.gang_open_pct,
         sched.cpu_llcs(),
     );
-    let mut labelled = Labelled::default();
+    let mut published = Published::default();
     // Labels first, then attach: no task is ever scheduled as a primary
     // just because the first scan had not finished (a restart under load).
     // Changes from here on arrive as events and are applied one cgroup at
     // a time; the full rescan is a safety net.
     let mut tree = Tree::scan(mount, cfg);
-    let mut said = String::new();
-    publish_labels(
-        &mut sched,
-        &mut rotation,
-        &mut labelled,
-        &tree,
-        cfg,
-        &mut said,
-    );
+    publish_labels(&mut sched, &mut rotation, &mut published, &tree, cfg);
     sched.attach()?;
     drop(priority);
     let mut sampler = Sampler::new();
@@ -356,14 +353,7 @@ pub fn run(
                 tree.refresh(mount, cfg, &d);
             }
             debug!("cgroup tree read again in {:?}", started.elapsed());
-            let changed = publish_labels(
-                &mut sched,
-                &mut rotation,
-                &mut labelled,
-                &tree,
-                cfg,
-                &mut said,
-            );
+            let changed = publish_labels(&mut sched, &mut rotation, &mut published, &tree, cfg);
             settle = settle_after(started.elapsed());
             if std::mem::take(&mut reloaded) {
                 notify_service_manager(&[NotifyState::Ready]);
@@ -386,7 +376,7 @@ pub fn run(
             next_repack = rotation.has_gangs().then(|| now + REPACK_EVERY);
         }
         if now >= next_sample {
-            latest.set(sampler.sample(&sched, &rotation, &labelled));
+            latest.set(sampler.sample(&sched, &rotation, &published.labelled));
             // Every second while someone looks (or the log wants stats).
             let watched = args.stats > 0 || latest.watched(WATCHED_FOR);
             next_sample = now
