@@ -689,3 +689,14 @@ pub fn cpu_share(h: &Hogs, window: Duration) -> f64 {
 pub fn two_pcts(v: [f64; 2]) -> String {
     format!("{:.0}% / {:.0}%", v[0] * 100.0, v[1] * 100.0)
 }
+
+/// Bind every thread of `pid` to CPU `cpu`, as batch systems and MPI
+/// launchers bind ranks to cores.
+pub fn bind_to_cpu(pid: i32, cpu: u32) {
+    let ok = Command::new("taskset")
+        .args(["-a", "-p", "-c", &cpu.to_string(), &pid.to_string()])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(ok, "taskset could not bind {pid} to CPU {cpu}");
+}

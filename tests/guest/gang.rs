@@ -529,17 +529,6 @@ fn ordinary_work_gets_relief_while_gangs_fill_every_cpu() {
     );
 }
 
-/// Bind every thread of `pid` to CPU `cpu`, as batch systems and MPI
-/// launchers bind ranks to cores.
-fn bind_to_cpu(pid: i32, cpu: u32) {
-    let ok = Command::new("taskset")
-        .args(["-a", "-p", "-c", &cpu.to_string(), &pid.to_string()])
-        .stdout(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "taskset could not bind {pid} to CPU {cpu}");
-}
-
 #[test]
 fn gangs_bound_to_the_same_cpu_each_get_their_own_slot() {
     let agent = start_on_two_cpus();
