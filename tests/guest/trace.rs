@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
+use std::sync::{Mutex, Once};
 use std::time::Duration;
 
 const TRACEFS: &str = "/sys/kernel/tracing";
@@ -129,13 +130,36 @@ fn record<T>(clock: &str, events: &[&str], during: impl FnOnce() -> T) -> (Strin
     let out = during();
     write("tracing_on", "0");
     let text = fs::read_to_string(Path::new(TRACEFS).join("trace")).expect("reading the trace");
-    // Kept for whoever reads a failure (the results dir outlives the guest).
-    let _ = fs::write(crate::common::results_dir().join("last-trace.txt"), &text);
+    keep_for_a_failure(&text);
     for e in events {
         write(&format!("events/sched/{e}/enable"), "0");
     }
     write("trace_clock", "local");
     (text, out)
+}
+
+/// The last trace recorded, written to the results folder (which
+/// outlives the guest) by a failing test's panic. Written after every
+/// window instead, its megabytes cost seconds each on an emulated CPU
+/// that the test's load already starves.
+static LAST_TRACE: Mutex<String> = Mutex::new(String::new());
+
+fn keep_for_a_failure(text: &str) {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(|| {
+        let earlier = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Ok(t) = LAST_TRACE.try_lock() {
+                let path = crate::common::results_dir().join("last-trace.txt");
+                let _ = fs::write(path, t.as_bytes());
+            }
+            earlier(info);
+        }));
+    });
+    if let Ok(mut t) = LAST_TRACE.lock() {
+        t.clear();
+        t.push_str(text);
+    }
 }
 
 /// Record sched_switch for `window` on trace clock `clock` and return
@@ -189,14 +213,13 @@ pub fn record_ready_waits<T>(during: impl FnOnce() -> T) -> (Vec<ReadyWait>, T) 
     (ready_waits(&text), out)
 }
 
-/// The text after `key=` in a trace event's fields, up to the next space.
+/// The text after `key=` in a trace event's fields, up to the next
+/// space. A token scan: no pattern to build per lookup, which counts in
+/// an unoptimised build parsing megabytes of trace on an emulated CPU.
 fn text_field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
     fields
-        .split(&format!(" {key}="))
-        .nth(1)
-        .or_else(|| fields.strip_prefix(&format!("{key}=")))?
-        .split_whitespace()
-        .next()
+        .split_ascii_whitespace()
+        .find_map(|tok| tok.strip_prefix(key)?.strip_prefix('='))
 }
 
 /// Parse `text` into each task's longest ready wait (see ReadyWait).
@@ -247,9 +270,7 @@ pub fn ready_waits(text: &str) -> Vec<ReadyWait> {
                     }
                 }
                 if let Some(next) = field(fields, "next_pid") {
-                    if let Some(c) =
-                        text_field(fields.split("==>").nth(1).unwrap_or(""), "next_comm")
-                    {
+                    if let Some(c) = text_field(fields, "next_comm") {
                         comms.insert(next, c.to_string());
                     }
                     if let Some(t0) = ready.remove(&next) {
@@ -291,14 +312,7 @@ fn parse_line(line: &str) -> Option<(u32, f64, &str, &str)> {
 
 /// The integer after `key=` in a trace event's fields.
 fn field(fields: &str, key: &str) -> Option<i32> {
-    fields
-        .split(&format!(" {key}="))
-        .nth(1)
-        .or_else(|| fields.strip_prefix(&format!("{key}=")))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()
+    text_field(fields, key)?.parse().ok()
 }
 
 /// Parse `trace` text: each sched_switch ends prev's run on that CPU and
@@ -433,17 +447,25 @@ pub fn union(mut v: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
     out
 }
 
+/// Where both `a` and `b` hold, for interval lists as `union` returns
+/// them (sorted, disjoint): one sweep, as a trace of a busy gang has
+/// thousands of runs per thread.
 pub fn intersect(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
     let mut out = Vec::new();
-    for &(s1, e1) in a {
-        for &(s2, e2) in b {
-            let (s, e) = (s1.max(s2), e1.min(e2));
-            if s < e {
-                out.push((s, e));
-            }
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let (s, e) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
+        if s < e {
+            out.push((s, e));
+        }
+        // The one that ends first meets nothing further in the other.
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
         }
     }
-    union(out)
+    out
 }
 
 pub fn total(v: &[(f64, f64)]) -> f64 {
