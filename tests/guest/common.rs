@@ -50,9 +50,47 @@ fn log_time(line: &str) -> Option<f64> {
         .ok()
 }
 
+/// The kernel's log as `dmesg` prints it (`[secs] message` a line), read
+/// from /dev/kmsg in this process: running `dmesg` for it between the
+/// day's steps (soak.rs) on a busy emulated node took up to 84 s a call.
 fn kernel_log() -> String {
-    let out = Command::new("dmesg").output().expect("running dmesg");
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut kmsg = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open("/dev/kmsg")
+        .expect("opening /dev/kmsg");
+    let mut out = String::new();
+    // One record a read: "level,seq,usecs,flags;message", then lines of
+    // key=value (each begins with a space) that dmesg does not print.
+    let mut buf = vec![0u8; 8192];
+    loop {
+        match kmsg.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let rec = String::from_utf8_lossy(&buf[..n]);
+                let Some((head, msg)) = rec.split_once(';') else {
+                    continue;
+                };
+                let usecs: u64 = head
+                    .split(',')
+                    .nth(2)
+                    .and_then(|u| u.parse().ok())
+                    .unwrap_or(0);
+                let msg = msg.lines().next().unwrap_or("");
+                out.push_str(&format!(
+                    "[{:5}.{:06}] {msg}\n",
+                    usecs / 1_000_000,
+                    usecs % 1_000_000
+                ));
+            }
+            // EPIPE: a record was overwritten before it was read; go on.
+            Err(e) if e.raw_os_error() == Some(libc::EPIPE) => continue,
+            // EAGAIN: the end of the log.
+            Err(_) => break,
+        }
+    }
+    out
 }
 
 /// Where a test may leave files the host can read after the run.
