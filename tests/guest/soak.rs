@@ -34,7 +34,7 @@
 //! day; a day whose loads ran long goes on until every event has run, so
 //! no check is ever skipped.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Child;
@@ -101,24 +101,32 @@ fn label(cg: &TestCgroup, class: &str) {
 
 /// The class a task's cgroup gives it, as the agent reads it: the
 /// nearest labelled ancestor's; unlabelled work under the day's root is
-/// primary, everything else the node's own ("system").
-fn class_of(pid: i32) -> Option<String> {
+/// primary, everything else the node's own ("system"). `seen` keeps each
+/// cgroup's answer for one trace window: an exit storm's 2,000 threads
+/// share one cgroup, whose ancestors' labels are then read once, not
+/// once a thread.
+fn class_of(pid: i32, seen: &mut HashMap<String, String>) -> Option<String> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let rel = text
-        .lines()
-        .find_map(|l| l.strip_prefix("0::/"))?
-        .to_string();
-    if !rel.starts_with("day") {
-        return Some("system".into());
+    let rel = text.lines().find_map(|l| l.strip_prefix("0::/"))?;
+    if let Some(class) = seen.get(rel) {
+        return Some(class.clone());
     }
-    let mut dir = PathBuf::from(CGROUP_ROOT).join(&rel);
-    while dir != Path::new(CGROUP_ROOT) {
-        if let Ok(Some(v)) = xattr::get(&dir, CLASS_XATTR) {
-            return Some(String::from_utf8_lossy(&v).into_owned());
+    let class = if rel.starts_with("day/") || rel == "day" {
+        let mut dir = PathBuf::from(CGROUP_ROOT).join(rel);
+        let mut class = "primary".to_string();
+        while dir != Path::new(CGROUP_ROOT) {
+            if let Ok(Some(v)) = xattr::get(&dir, CLASS_XATTR) {
+                class = String::from_utf8_lossy(&v).into_owned();
+                break;
+            }
+            dir.pop();
         }
-        dir.pop();
-    }
-    Some("primary".into())
+        class
+    } else {
+        "system".to_string()
+    };
+    seen.insert(rel.to_string(), class.clone());
+    Some(class)
 }
 
 /// Longest ready waits by (phase, class), from the kernel's trace.
@@ -142,8 +150,9 @@ fn trace_waits(
         let phase = phase.lock().unwrap().clone();
         let mut w = waits.lock().unwrap();
         w.windows += 1;
+        let mut classes = HashMap::new();
         for r in seen {
-            let class = class_of(r.pid).unwrap_or_else(|| "exited".into());
+            let class = class_of(r.pid, &mut classes).unwrap_or_else(|| "exited".into());
             let e = w
                 .longest
                 .entry((phase.clone(), class))
