@@ -14,8 +14,11 @@ use super::schema::Snapshot;
 use super::scx_stats::{HISTORY_ARG, SNAPSHOT_TARGET};
 
 /// How long a client waits for the agent's answer (it may take a reading
-/// first: latest.rs).
-const TIMEOUT_MS: u64 = 5000;
+/// first: latest.rs). Generous: while gangs hold every CPU of a node, the
+/// agent and this client are ordinary work and run in the gangs' relief
+/// turns and open phases only (bpf/relief.bpf.c), and an operator asking
+/// a busy node would rather wait for its answer than be told nothing.
+const TIMEOUT_MS: u64 = 20_000;
 
 /// One line naming what went wrong reaching the agent at `path`, and the fix.
 fn unreachable(path: &Path, e: &std::io::Error) -> anyhow::Error {
@@ -49,7 +52,18 @@ pub fn fetch(path: &Path, history: bool) -> Result<Snapshot> {
     ];
     client
         .request::<Snapshot>("stats", args)
-        .map_err(|e| anyhow!("the agent says: {e:#}"))
+        // scx_stats reports a timeout on either side as "... timed out".
+        .map_err(|e| {
+            if e.to_string().ends_with("timed out") {
+                anyhow!(
+                    "the agent at {} did not answer within {} s: it may be stopped or short of CPU; see `systemctl status scx_linger` and try again",
+                    path.display(),
+                    TIMEOUT_MS / 1000
+                )
+            } else {
+                anyhow!("the agent says: {e:#}")
+            }
+        })
         .context("reading the agent's answer")
 }
 

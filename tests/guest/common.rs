@@ -324,6 +324,22 @@ pub fn agent_output(cmd: &mut Command) -> Output {
         .expect("running scx_linger")
 }
 
+/// `scx_linger stats --json`, parsed. A failure names the exit status, how
+/// long the client waited and what it said.
+pub fn stats_json() -> serde_json::Value {
+    let started = Instant::now();
+    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "stats --json: {} after {:.1?}: {said}",
+        out.status,
+        started.elapsed()
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("stats --json printed no JSON document ({e}): {said}"))
+}
+
 /// Processes that burn CPU (`sh` busy loops), killed on drop.
 pub struct Hogs {
     children: Vec<Child>,

@@ -163,8 +163,7 @@ fn sigkill_with_guests_and_gangs_then_a_restart_restores_every_class() {
         .map(|_| cpu_share(&guests, Duration::from_secs(1)))
         .collect();
     let restored = per_second.iter().copied().fold(0.0, f64::max);
-    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats --json");
+    let v = stats_json();
     let class_of = |path: &str| {
         v["jobs"]
             .as_array()

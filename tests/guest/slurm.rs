@@ -355,9 +355,7 @@ fn shares(c: &Cluster, jobs: &[u64], window: Duration) -> Vec<f64> {
 }
 
 fn stats_jobs() -> Vec<serde_json::Value> {
-    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats --json");
-    v["jobs"].as_array().cloned().unwrap_or_default()
+    stats_json()["jobs"].as_array().cloned().unwrap_or_default()
 }
 
 fn stats_job(slurm_id: u64) -> Option<serde_json::Value> {
@@ -627,12 +625,11 @@ fn parallel_jobs_are_gangs_that_take_turns_and_no_task_starves_beside_them() {
     let (agent, c, cfg) = gang_partition("slurm-gangs.toml");
     let n = nr_cpus();
     let jobs = [
-        c.spin_job(&["-p", "parallel"], n, 30),
-        c.spin_job(&["-p", "parallel"], n, 30),
+        c.spin_job(&["-p", "parallel"], n, 120),
+        c.spin_job(&["-p", "parallel"], n, 120),
     ];
     let s = shares(&c, &jobs, Duration::from_secs(1));
-    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stats --json");
+    let v = stats_json();
     for j in jobs {
         let suffix = format!("/job_{j}");
         let g = v["gangs"]

@@ -292,7 +292,7 @@ fn tasks_now() -> u64 {
 }
 
 /// `stats --json`, when the agent answers.
-fn stats_json() -> Option<serde_json::Value> {
+fn stats_if_answered() -> Option<serde_json::Value> {
     let out = agent_output(std::process::Command::new(AGENT).args(["stats", "--json"]));
     out.status
         .success()
@@ -338,7 +338,7 @@ fn freeze(cg: &TestCgroup, on: bool) {
 fn job_cpu(root: &TestCgroup) -> BTreeMap<String, (f64, f64)> {
     freeze(root, true);
     std::thread::sleep(Duration::from_millis(2500));
-    let v = stats_json().expect("stats --json answers");
+    let v = stats_json();
     let mut out = BTreeMap::new();
     for j in v["jobs"].as_array().into_iter().flatten() {
         let path = j["path"].as_str().unwrap_or_default();
@@ -796,7 +796,7 @@ fn a_compressed_day_on_a_busy_node() {
                 t: now.as_secs_f64(),
                 tasks: tasks_now(),
                 jobs: churn.live.len() + base.cgroups.len(),
-                cpus: stats_json()
+                cpus: stats_if_answered()
                     .map(|v| class_cpus(&v))
                     .unwrap_or([f64::NAN; 3]),
                 longest_wait: longest,

@@ -10,17 +10,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-/// `scx_linger stats --json`, parsed.
-fn stats_json() -> serde_json::Value {
-    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
-    assert!(
-        out.status.success(),
-        "stats --json: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).expect("stats --json prints one JSON document")
-}
-
 fn job<'a>(v: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
     v["jobs"].as_array()?.iter().find(|j| j["path"] == path)
 }
