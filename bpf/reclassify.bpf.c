@@ -18,10 +18,11 @@
  *
  * A running task picks up a relabel when its slice ends: dispatch()
  * re-derives its class before deciding whether it may keep its CPU. A
- * task that moves to another cgroup while it runs has its CPU kicked at
- * once: a job started in a primary cgroup and then moved into a guest
- * one (how batch systems place work) must not hold a CPU as a primary
- * for the rest of its slice while primaries wait.
+ * task that another task moves to another cgroup while it runs has its
+ * CPU kicked at once: a job started in a primary cgroup and then moved
+ * into a guest one (how batch systems place work) must not hold a CPU as
+ * a primary for the rest of its slice while primaries wait. A task that
+ * moves itself is not kicked: see linger_cgroup_attach().
  */
 #include "ctx.bpf.h"
 #include "llc.bpf.h"
@@ -44,13 +45,22 @@ static u64 move_gen;
  * memory and pids) never reaches ops.cgroup_move. Labels follow the
  * default hierarchy, whatever the controllers; cgroup_attach_task fires
  * for every move in it, after the task is in @dst.
+ *
+ * It fires inside the writer's cgroup write, with cgroup_mutex and
+ * cgroup_threadgroup_rwsem held. A task writing its own pid into
+ * cgroup.procs (a job script's `echo $$`, a launcher placing itself) is
+ * that writer: kicked here, it would be preempted before it lets the
+ * locks go, in its new class, and as a guest under primary load it would
+ * then hold them until the starvation guard's trickle reached it, with
+ * every fork and cgroup write on the node waiting behind it. So it keeps
+ * its CPU; its new class applies when its slice ends, as for a relabel.
  */
 SEC("tp_btf/cgroup_attach_task")
 int BPF_PROG(linger_cgroup_attach, struct cgroup *dst, const char *path,
 	     struct task_struct *task, bool threadgroup)
 {
 	__sync_fetch_and_add(&move_gen, 1);
-	if (scx_bpf_task_running(task))
+	if (task != bpf_get_current_task_btf() && scx_bpf_task_running(task))
 		scx_bpf_kick_cpu(scx_bpf_task_cpu(task), SCX_KICK_PREEMPT);
 	return 0;
 }
