@@ -30,7 +30,8 @@
 //! part is a fifth of it, 10 s to 2 minutes), SCX_LINGER_DAY_CGROUPS the
 //! size of the cgroup burst and SCX_LINGER_DAY_GANGS the gang jobs made
 //! with it (more than 64 in the full day: more than the BPF side holds
-//! gang slots for). The events are placed at fractions of the
+//! gang slots for), SCX_LINGER_DAY_STORM the threads of each exit storm
+//! (2,000 by default). The events are placed at fractions of the
 //! day; a day whose loads ran long goes on until every event has run, so
 //! no check is ever skipped.
 
@@ -376,15 +377,15 @@ fn restart(agent: Agent, args: &[&str], loads: &mut Vec<f64>) -> Agent {
     a
 }
 
-/// The thread-exit storm: 2,000 threads of one process in `cg`, each a
-/// small duty cycle, all told to end at once (SIGTERM) after 5 s; the
+/// The thread-exit storm: `threads` threads of one process in `cg`, each
+/// a small duty cycle, all told to end at once (SIGTERM) after 5 s; the
 /// seconds from the signal until the process is gone. `limit` bounds the
 /// wait.
-fn exit_storm(cg: &TestCgroup, limit: Duration) -> f64 {
+fn exit_storm(cg: &TestCgroup, threads: u64, limit: Duration) -> f64 {
     let child = spawn_in(
         cg,
         &format!(
-            "exec {} --threads 2000 --iters 500 --sleep-ms 400",
+            "exec {} --threads {threads} --iters 500 --sleep-ms 400",
             bench_bin("swarm").display()
         ),
     );
@@ -475,6 +476,7 @@ fn a_compressed_day_on_a_busy_node() {
     let eevdf_secs = (secs / 5).clamp(10, 120);
     let burst_cgroups = env_or("SCX_LINGER_DAY_CGROUPS", 10_000) as usize;
     let burst_gangs = env_or("SCX_LINGER_DAY_GANGS", 70) as usize;
+    let storm_threads = env_or("SCX_LINGER_DAY_STORM", 2000);
     let seed = env_or(
         "SCX_LINGER_DAY_SEED",
         std::time::SystemTime::now()
@@ -518,12 +520,12 @@ fn a_compressed_day_on_a_busy_node() {
         churn.tick(&mut rng, most_jobs);
         std::thread::sleep(Duration::from_secs(1));
     }
-    // The exit storm's baseline: how long 2,000 threads take to end
+    // The exit storm's baseline: how long its threads take to end
     // beside this load with no BPF scheduler (on 16 emulated vCPUs that
     // share one host thread, tens of seconds).
     let storm_eevdf = {
         let cg = TestCgroup::new(&format!("{}/storm-eevdf", root.rel));
-        exit_storm(&cg, Duration::from_secs(600))
+        exit_storm(&cg, storm_threads, Duration::from_secs(600))
     };
     progress(
         t0,
@@ -575,7 +577,9 @@ fn a_compressed_day_on_a_busy_node() {
 
     while started.elapsed() < Duration::from_secs(secs) || !events.is_empty() {
         let now = started.elapsed();
+        let step = Instant::now();
         churn.tick(&mut rng, most_jobs);
+        let churned = step.elapsed();
         // The agent and the scheduler: alive and enabled, but for the
         // moments this day takes them away on purpose.
         assert!(
@@ -625,9 +629,9 @@ fn a_compressed_day_on_a_busy_node() {
                         // runs beside the exits), but not without bound.
                         let cg = event_cgroup("storm");
                         let limit = Duration::from_secs_f64((storm_eevdf * 3.0).max(120.0));
-                        let took = exit_storm(&cg, limit);
+                        let took = exit_storm(&cg, storm_threads, limit);
                         figures.push(format!(
-                            "exit storm: 2,000 threads started, then all ended at once: gone in {took:.1} s (EEVDF {storm_eevdf:.1} s)"
+                            "exit storm: {storm_threads} threads started, then all ended at once: gone in {took:.1} s (EEVDF {storm_eevdf:.1} s)"
                         ));
                         event_cgroups.push(cg);
                     }
@@ -782,6 +786,7 @@ fn a_compressed_day_on_a_busy_node() {
             }
             _ => true,
         });
+        let row_at = Instant::now();
         if last_row.elapsed() >= Duration::from_secs(5) {
             last_row = Instant::now();
             let longest = waits
@@ -802,6 +807,20 @@ fn a_compressed_day_on_a_busy_node() {
                 longest_wait: longest,
                 restarts: restarts + hotplugs,
             });
+        }
+        // Where a slow step of the driver went, for the progress file.
+        if step.elapsed() > Duration::from_secs(5) {
+            let row = row_at.elapsed();
+            progress(
+                t0,
+                &format!(
+                    "slow step {:.0} s: churn {:.1} s, row {:.1} s, the rest {:.1} s",
+                    step.elapsed().as_secs_f64(),
+                    churned.as_secs_f64(),
+                    row.as_secs_f64(),
+                    (step.elapsed() - churned - row).as_secs_f64()
+                ),
+            );
         }
         std::thread::sleep(Duration::from_millis(500));
     }

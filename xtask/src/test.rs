@@ -57,6 +57,10 @@ pub struct TestArgs {
     /// How many gang jobs the soak's burst makes.
     #[arg(long, default_value_t = 16)]
     pub day_gangs: u64,
+    /// How many threads each of the soak's exit storms starts (2,000 in
+    /// the full soak; the thread tests end 2,000 at once already).
+    #[arg(long, default_value_t = 500)]
+    pub day_storm: u64,
     /// The two-node pass also runs the mix without rows and under EEVDF,
     /// for the bench's comparison (about 5 minutes more).
     #[arg(long)]
@@ -386,6 +390,7 @@ pub fn run(args: &TestArgs) -> Result<i32> {
                 format!("SCX_LINGER_DAY_SECS={}", args.day),
                 format!("SCX_LINGER_DAY_CGROUPS={}", args.day_cgroups),
                 format!("SCX_LINGER_DAY_GANGS={}", args.day_gangs),
+                format!("SCX_LINGER_DAY_STORM={}", args.day_storm),
                 format!(
                     "SCX_LINGER_TWO_NODE_BASELINES={}",
                     u8::from(args.two_node_baselines)
