@@ -108,6 +108,33 @@ static u32 dying_or(const struct task_struct *p, struct class_task *c)
 	return c->tier;
 }
 
+/*
+ * A task that writes its own pid into cgroup.procs (a job script's
+ * `echo $$`, a launcher placing itself) holds cgroup_mutex and the cgroup
+ * threadgroup lock until the write is over, and every fork and cgroup
+ * write on the node waits for them. Where the cpu controller moves it,
+ * the kernel takes it off its CPU and puts it back around the group
+ * change and then reschedules it (sched_move_task()), all inside that
+ * write. Classed by its new cgroup there, a task moving into a guest
+ * cgroup under primary load would wait in the guest queue for the
+ * starvation guard with the locks held: seconds, with every fork on the
+ * node behind it. So the cpu controller's prep_move (before the task's
+ * cgroup changes) notes it, and it keeps the class it had until it has
+ * run MOVE_HOLD_NS more, far longer than the rest of a cgroup write. It
+ * keeps no more than it had: a guest moving itself stays a guest.
+ */
+#define MOVE_HOLD_NS	(2 * 1000 * 1000ULL)
+
+static bool held_through_own_move(const struct task_struct *p, struct class_task *c)
+{
+	if (!c->moved_at)
+		return false;
+	if (p->se.sum_exec_runtime + 1 - c->moved_at < MOVE_HOLD_NS)
+		return true;
+	c->moved_at = 0;
+	return false;
+}
+
 __hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
 {
 	struct class_task *c;
@@ -131,7 +158,7 @@ __hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
 		return system_task(c);
 	cgid = cgrp->kn->id;
 	gen = label_gen;
-	if (c->cgid == cgid && c->gen == gen)
+	if ((c->cgid == cgid && c->gen == gen) || held_through_own_move(p, c))
 		return dying_or(p, c);
 
 	c->cgid = cgid;
@@ -143,4 +170,12 @@ __hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
 		c->gang = LINGER_GANG_NONE;
 	c->tier = class_tier(c->class);
 	return dying_or(p, c);
+}
+
+__hidden void note_own_move(struct task_struct *p, struct task_ctx *tctx)
+{
+	/* Its class by the cgroup it is still in, then held. */
+	tctx->cls.moved_at = 0;
+	task_tier(p, tctx);
+	tctx->cls.moved_at = p->se.sum_exec_runtime + 1;
 }

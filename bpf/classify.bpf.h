@@ -19,6 +19,7 @@ struct class_task {
 	u32	tier;		/* enum linger_tier: class_tier(class) */
 	u32	gang;		/* enum linger_gang_ref: its gang, if numbered */
 	u32	pad;
+	u64	moved_at;	/* its run time + 1 when it began moving itself */
 };
 
 /* Bumped by the agent after it changes the label map. */
@@ -45,5 +46,12 @@ static __always_inline bool task_dying(const struct task_struct *p)
  * still its job's.
  */
 u32 task_tier(const struct task_struct *p, struct task_ctx *tctx);
+
+/*
+ * @p, the current task, is about to move itself into another cgroup: it
+ * keeps the class it has now through the rest of that cgroup write
+ * (classify.bpf.c: held_through_own_move()).
+ */
+void note_own_move(struct task_struct *p, struct task_ctx *tctx);
 
 #endif /* __SCX_LINGER_CLASSIFY_BPF_H */

@@ -772,6 +772,25 @@ void BPF_STRUCT_OPS(linger_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
 }
 
 /*
+ * cgroup_prep_move: @p is about to move from @from to @to through the cpu
+ * controller, still in @from. Called in the writer's context: a task
+ * moving itself keeps its class through the rest of its write
+ * (classify.bpf.c: note_own_move()). Never refuses a move.
+ */
+s32 BPF_STRUCT_OPS(linger_cgroup_prep_move, struct task_struct *p,
+		   struct cgroup *from, struct cgroup *to)
+{
+	struct task_ctx *tctx;
+
+	if (p != bpf_get_current_task_btf())
+		return 0;
+	tctx = lookup_task_ctx(p);
+	if (tctx)
+		note_own_move(p, tctx);
+	return 0;
+}
+
+/*
  * cgroup_move: @p moved from @from to @to, through the cpu controller
  * (moves elsewhere in the tree come through the cgroup_attach_task
  * tracepoint: reclassify.bpf.c). Its cgroup's weight and cpu.max
@@ -858,6 +877,7 @@ SCX_OPS_DEFINE(linger_ops,
 	       .init_task	= (void *)linger_init_task,
 	       .cgroup_init	= (void *)linger_cgroup_init,
 	       .cgroup_set_weight = (void *)linger_cgroup_set_weight,
+	       .cgroup_prep_move = (void *)linger_cgroup_prep_move,
 	       .cgroup_move	= (void *)linger_cgroup_move,
 	       .cgroup_exit	= (void *)linger_cgroup_exit,
 	       .cgroup_set_bandwidth = (void *)linger_set_bandwidth,

@@ -2,7 +2,8 @@
 //! The kernel's own progress whatever scx_linger's classes hold back:
 //! work the kernel needs done before anything else can go on must not
 //! wait on a starved guest. Judged from the kernel's side: how long a
-//! system call that waits for an RCU grace period takes.
+//! system call that waits for an RCU grace period takes, and how long a
+//! fork or a cgroup write waits for the cgroup locks.
 
 use std::process::Child;
 use std::time::{Duration, Instant};
@@ -92,6 +93,74 @@ fn rcu_grace_periods_end_promptly_while_starved_guests_are_inside_readers() {
     drop(readers);
     drop(guest);
     let _ = std::fs::remove_dir_all("/dev/shm/t-rcu");
+    let (status, out) = agent.stop();
+    assert!(status.success(), "{out}");
+}
+
+/// A job that moves itself into its cgroup (`echo $$ > cgroup.procs`, as
+/// job scripts and launchers do) is inside that write, holding
+/// cgroup_mutex and cgroup_threadgroup_rwsem, when it lands in a guest
+/// cgroup. Were it preempted there as a guest under full primary load, it
+/// would wait for the starvation guard's trickle with the locks held, and
+/// every fork (cgroup_can_fork) and every cgroup write on the node would
+/// wait with it. Judged from the kernel's side: how long `mkdir` of a
+/// cgroup and a fork-exec-wait of `true` take meanwhile.
+#[test]
+fn forks_and_cgroup_writes_never_wait_behind_a_job_moving_itself_into_a_guest_cgroup() {
+    require_guest();
+    let p = nr_cpus();
+    // As on a node whose service manager or batch system uses the cpu
+    // controller.
+    let _ = std::fs::write(format!("{CGROUP_ROOT}/cgroup.subtree_control"), "+cpu");
+    let primary = TestCgroup::new("t-move/primary");
+    let guest = TestCgroup::new("t-move/guest");
+    let agent = Agent::start(&[]);
+    tag(&guest.rel, "guest");
+    let _prim = primary.spin(p);
+    std::thread::sleep(Duration::from_secs(1));
+
+    let probe = guest.path.parent().unwrap().join("probe");
+    let window = Duration::from_secs(10);
+    let end = Instant::now() + window;
+    let (mut movers, mut worst, mut probes) = (Vec::new(), Duration::ZERO, 0u32);
+    while Instant::now() < end {
+        // A job that moves itself into the guest cgroup, then computes.
+        movers.push(spawn_in(&guest, "while :; do :; done"));
+        for _ in 0..5 {
+            let t = Instant::now();
+            std::fs::create_dir(&probe)
+                .unwrap_or_else(|e| panic!("mkdir {}: {e}", probe.display()));
+            std::fs::remove_dir(&probe)
+                .unwrap_or_else(|e| panic!("rmdir {}: {e}", probe.display()));
+            let ok = std::process::Command::new("true")
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(ok, "true failed");
+            worst = worst.max(t.elapsed());
+            probes += 1;
+        }
+    }
+    let moved = wait_until(Duration::from_secs(10), || {
+        std::fs::read_to_string(guest.path.join("cgroup.procs"))
+            .is_ok_and(|t| t.lines().count() == movers.len())
+    });
+    figure(&format!(
+        "cgroup moves: {} jobs moved themselves into a guest cgroup beside {p} CPU-bound primaries in {} s; \
+         {probes} cgroup mkdir/rmdir + fork/exec/wait meanwhile, longest {:.0} ms",
+        movers.len(),
+        window.as_secs(),
+        worst.as_secs_f64() * 1e3
+    ));
+    assert!(moved, "not every job reached the guest cgroup");
+    assert_eq!(state(), "enabled", "ejected: {:?}", ejections(&dmesg()));
+    // A probe is a few ms of a primary's work; the guard's trickle reaches
+    // one starved guest per CPU every 2 s.
+    assert!(
+        worst < Duration::from_secs(1),
+        "a fork or cgroup write waited {worst:?} behind a guest holding the cgroup locks"
+    );
+    drop(movers);
+    drop(guest);
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
 }
