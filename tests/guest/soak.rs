@@ -31,7 +31,9 @@
 //! size of the cgroup burst and SCX_LINGER_DAY_GANGS the gang jobs made
 //! with it (more than 64 in the full day: more than the BPF side holds
 //! gang slots for), SCX_LINGER_DAY_STORM the threads of each exit storm
-//! (2,000 by default). The events are placed at fractions of the
+//! (2,000 by default), SCX_LINGER_DAY_AGENT the agent binary that
+//! schedules the day (`cargo xtask soak` passes the release build, which
+//! a site runs; the test's own build by default). The events are placed at fractions of the
 //! day; a day whose loads ran long goes on until every event has run, so
 //! no check is ever skipped.
 
@@ -364,7 +366,8 @@ fn job_cpu(root: &TestCgroup) -> BTreeMap<String, (f64, f64)> {
 /// program then takes minutes of one emulated vCPU's share.
 fn start_agent(args: &[&str]) -> (Agent, f64) {
     let t = Instant::now();
-    let a = Agent::start_within(Path::new(AGENT), args, Duration::from_secs(600));
+    let bin = std::env::var("SCX_LINGER_DAY_AGENT").unwrap_or_else(|_| AGENT.to_string());
+    let a = Agent::start_within(Path::new(&bin), args, Duration::from_secs(600));
     (a, t.elapsed().as_secs_f64())
 }
 

@@ -556,7 +556,7 @@ fn lint_package(deb: &std::path::Path) -> Result<()> {
     Ok(())
 }
 
-fn cargo(args: &[&str]) -> Result<()> {
+pub fn cargo(args: &[&str]) -> Result<()> {
     let status = Command::new(env!("CARGO"))
         .args(args)
         .current_dir(project_root())

@@ -9,10 +9,11 @@
 
 use anyhow::{bail, Context, Result};
 
+use crate::paths::project_root;
 use crate::progress::step;
 use crate::setup::deps;
 use crate::shape::Shape;
-use crate::test::{build_guest_tests, SOAK};
+use crate::test::{build_guest_tests, cargo, SOAK};
 use crate::vm::{self, VmArgs};
 
 use super::common::{results_dir, save_report};
@@ -51,9 +52,15 @@ pub struct SoakArgs {
 pub fn run(args: &SoakArgs) -> Result<i32> {
     deps::run()?;
     let exe = build_guest_tests()?;
+    // The day is scheduled by the build a site runs: the test build's
+    // label passes over the burst's 10,000 cgroups cost several times
+    // the release build's on an emulated vCPU.
+    cargo(&["build", "--release", "--quiet", "--bin", "scx_linger"])?;
+    let agent = project_root().join("target/release/scx_linger");
     let secs = args.minutes * 60;
     let mut cmd = vec![
         "env".to_string(),
+        format!("SCX_LINGER_DAY_AGENT={}", agent.display()),
         format!("SCX_LINGER_DAY_SECS={secs}"),
         format!("SCX_LINGER_DAY_CGROUPS={}", args.cgroups),
         format!("SCX_LINGER_DAY_GANGS={}", args.gangs),
