@@ -160,9 +160,14 @@ pub fn run(cpus: u32, repeats: u32, env: &[(String, String)]) -> Result<()> {
 /// on 2 vCPUs under multi-threaded TCG, beside about 4 s of start-up.
 const MPI_ROUNDS: u32 = 3000;
 const MPI_WORK: u32 = 1000;
+/// The targets real MPI gangs are held to, per boot: makespan against
+/// the ideal, and against EEVDF's in the same boot.
+const MPI_IDEAL_TARGET: f64 = 1.0;
+const MPI_EEVDF_TARGET: f64 = 0.8;
 
-/// `--gang --mpi`: two real MPI jobs at once (bench/gang.sh with MPI set).
-pub fn run_mpi(cpus: u32, repeats: u32, env: &[(String, String)]) -> Result<()> {
+/// `--gang --mpi`: two real MPI jobs at once (bench/gang.sh with MPI set),
+/// in `boots` guest boots, each judged against its own baseline.
+pub fn run_mpi(cpus: u32, repeats: u32, boots: u32, env: &[(String, String)]) -> Result<()> {
     let started = std::time::Instant::now();
     let mut env = env.to_vec();
     env.push((
@@ -177,15 +182,70 @@ pub fn run_mpi(cpus: u32, repeats: u32, env: &[(String, String)]) -> Result<()> 
         .into_iter()
         .chain(["2".to_string()])
         .collect::<Vec<_>>();
-    let raw = run_script("gang.sh", cpus, false, &env, &args)?;
+    let mut raws = Vec::new();
+    for boot in 1..=boots {
+        crate::progress::step(&format!("MPI gangs: boot {boot} of {boots}"));
+        raws.push(run_script("gang.sh", cpus, false, &env, &args)?);
+    }
     let header = format!(
         "## Gang scheduling of real MPI jobs: 2 jobs at once, {cpus} vCPUs, multi-threaded TCG
 
-{} ; QEMU TCG with vCPUs in parallel on host threads (host timing noise included); {repeats} repeats; run took {:.1} min. Each job is `mpirun -np {cpus}` of bench/mpi/ring.py (Debian's OpenMPI through mpi4py; each round a rank computes, then passes a message round a ring and spins in the shared-memory transport for its neighbour's), launched inside the job's cgroup, so mpirun and its helper threads are in the job. Wall time is the makespan from launch, Python's and MPI_Init's start-up included.",
-        script_header(&raw),
+{} ; QEMU TCG with vCPUs in parallel on host threads (host timing noise included); {boots} boots of {repeats} repeats; run took {:.1} min. Each job is `mpirun -np {cpus}` of bench/mpi/ring.py (Debian's OpenMPI through mpi4py; each round a rank computes, then passes a message round a ring and spins in the shared-memory transport for its neighbour's), launched inside the job's cgroup, so mpirun and its helper threads are in the job. Wall time is the makespan from launch, Python's and MPI_Init's start-up included.",
+        script_header(&raws[0]),
         started.elapsed().as_secs_f64() / 60.0
     );
-    save_report(&format!("gang-{cpus}cpu-mpi"), &report(&raw, &header), &raw)
+    let mut table = format!("{header}\n\n{}", boots_summary(&raws));
+    for (i, raw) in raws.iter().enumerate() {
+        table.push_str(&report(raw, &format!("### Boot {}", i + 1)));
+    }
+    let raw = raws
+        .iter()
+        .enumerate()
+        .map(|(i, r)| format!("# boot {}\n{r}", i + 1))
+        .collect::<String>();
+    save_report(&format!("gang-{cpus}cpu-mpi"), &table, &raw)
+}
+
+/// The median makespan of `case` (k = 2) against the ideal in one boot.
+fn median_vs_ideal(runs: &Runs, case: &str) -> Option<f64> {
+    let alone = runs.get(&("alone".to_string(), 1))?;
+    let alone_wall = median(&mut alone.iter().map(|r| r.0).collect::<Vec<_>>());
+    let r = runs.get(&(case.to_string(), 2))?;
+    Some(median(
+        &mut r
+            .iter()
+            .map(|x| x.0 / (2.0 * alone_wall))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// One line per boot: scx_linger's and EEVDF's makespan against the
+/// ideal and against each other, judged against the targets.
+fn boots_summary(raws: &[String]) -> String {
+    let mut out = format!(
+        "Targets: scx_linger's median makespan at most {MPI_IDEAL_TARGET:.1}x the ideal and at most {MPI_EEVDF_TARGET:.1}x EEVDF's, in every boot.\n\n\
+         | boot | EEVDF vs ideal | scx_linger vs ideal | scx_linger vs EEVDF | targets |\n|---|---|---|---|---|\n"
+    );
+    let mut met = 0;
+    for (i, raw) in raws.iter().enumerate() {
+        let runs = parse(raw);
+        let (Some(e), Some(l)) = (
+            median_vs_ideal(&runs, "eevdf"),
+            median_vs_ideal(&runs, "linger"),
+        ) else {
+            out.push_str(&format!("| {} | (failed) | | | |\n", i + 1));
+            continue;
+        };
+        let ok = l <= MPI_IDEAL_TARGET && l / e <= MPI_EEVDF_TARGET;
+        met += usize::from(ok);
+        out.push_str(&format!(
+            "| {} | {e:.2}x | {l:.2}x | {:.2}x | {} |\n",
+            i + 1,
+            l / e,
+            if ok { "met" } else { "not met" }
+        ));
+    }
+    out + &format!("\nTargets met in {met} of {} boots.\n\n", raws.len())
 }
 
 /// Cpuset layouts on 4 vCPUs (bench/gang.sh's LAYOUTS): name*ideal, then

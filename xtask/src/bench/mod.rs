@@ -72,6 +72,11 @@ pub struct BenchArgs {
     /// two at once.
     #[arg(long, requires = "gang", conflicts_with = "cpusets")]
     pub mpi: bool,
+    /// With --gang --mpi: guest boots, each with its own baseline (the
+    /// targets are judged boot by boot: multi-threaded TCG moves a whole
+    /// boot's figures together).
+    #[arg(long, default_value_t = 3, requires = "mpi")]
+    pub boots: u32,
     /// Measure scheduler overhead instead (bench/overhead.sh): hackbench
     /// under EEVDF, scx_linger, and scx_linger --no-accounting (the cost
     /// of counting for the stats), in icount guests, at least 5 repeats.
@@ -147,7 +152,7 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     }
     if args.gang && args.mpi {
         let cpus = args.cpus.iter().copied().max().unwrap_or(2).max(2);
-        gang::run_mpi(cpus, args.repeats, &env)?;
+        gang::run_mpi(cpus, args.repeats, args.boots.max(1), &env)?;
         return Ok(0);
     }
     if args.gang {
