@@ -381,9 +381,9 @@ fn restart(agent: Agent, args: &[&str], loads: &mut Vec<f64>) -> Agent {
 }
 
 /// The thread-exit storm: `threads` threads of one process in `cg`, each
-/// a small duty cycle, all told to end at once (SIGTERM) after 5 s; the
-/// seconds from the signal until the process is gone. `limit` bounds the
-/// wait.
+/// a small duty cycle, all told to end at once (SIGTERM) 5 s after the
+/// last one started; the seconds from the signal until the process is
+/// gone. `limit` bounds each wait.
 fn exit_storm(cg: &TestCgroup, threads: u64, limit: Duration) -> f64 {
     let child = spawn_in(
         cg,
@@ -391,6 +391,22 @@ fn exit_storm(cg: &TestCgroup, threads: u64, limit: Duration) -> f64 {
             "exec {} --threads {threads} --iters 500 --sleep-ms 400",
             bench_bin("swarm").display()
         ),
+    );
+    // Signalled before its handler is in place (on 16 busy emulated
+    // vCPUs the shell's exec alone can take seconds), it would die of
+    // the signal instead of ending its threads.
+    let status = format!("/proc/{}/status", child.id());
+    let all_started = wait_until(limit, || {
+        std::fs::read_to_string(&status).is_ok_and(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse::<u64>().ok())
+                .is_some_and(|n| n > threads)
+        })
+    });
+    assert!(
+        all_started,
+        "the exit storm's {threads} threads did not all start within {limit:?}"
     );
     std::thread::sleep(Duration::from_secs(5));
     // SAFETY: kill(2) touches no memory of ours.
