@@ -327,8 +327,13 @@ pub fn agent_output(cmd: &mut Command) -> Output {
 /// `scx_linger stats --json`, parsed. A failure names the exit status, how
 /// long the client waited and what it said.
 pub fn stats_json() -> serde_json::Value {
+    stats_json_from(AGENT)
+}
+
+/// stats_json(), asked by the client `agent` (a path to scx_linger).
+pub fn stats_json_from(agent: &str) -> serde_json::Value {
     let started = Instant::now();
-    let out = agent_output(Command::new(AGENT).args(["stats", "--json"]));
+    let out = agent_output(Command::new(agent).args(["stats", "--json"]));
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(
         out.status.success(),

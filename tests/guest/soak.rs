@@ -32,8 +32,9 @@
 //! with it (more than 64 in the full day: more than the BPF side holds
 //! gang slots for), SCX_LINGER_DAY_STORM the threads of each exit storm
 //! (2,000 by default), SCX_LINGER_DAY_AGENT the agent binary that
-//! schedules the day (`cargo xtask soak` passes the release build, which
-//! a site runs; the test's own build by default). The events are placed at fractions of the
+//! schedules the day and answers its `stats` (`cargo xtask soak` passes
+//! the release build, which a site runs; the test's own build by
+//! default). The events are placed at fractions of the
 //! day; a day whose loads ran long goes on until every event has run, so
 //! no check is ever skipped.
 
@@ -294,9 +295,18 @@ fn tasks_now() -> u64 {
         .unwrap_or(0)
 }
 
+/// The agent binary that schedules the day and answers its `stats`. Its
+/// client, too, is the release build where the day runs one: with every
+/// one of 16 emulated vCPUs busy, each runs a sixteenth of the host
+/// thread, and the test build's client took 60-70 s to answer where the
+/// release build's took 6 s (a fork of `true`, 4 s).
+fn day_agent() -> String {
+    std::env::var("SCX_LINGER_DAY_AGENT").unwrap_or_else(|_| AGENT.to_string())
+}
+
 /// `stats --json`, when the agent answers.
 fn stats_if_answered() -> Option<serde_json::Value> {
-    let out = agent_output(std::process::Command::new(AGENT).args(["stats", "--json"]));
+    let out = agent_output(std::process::Command::new(day_agent()).args(["stats", "--json"]));
     out.status
         .success()
         .then(|| serde_json::from_slice(&out.stdout).ok())
@@ -341,7 +351,7 @@ fn freeze(cg: &TestCgroup, on: bool) {
 fn job_cpu(root: &TestCgroup) -> BTreeMap<String, (f64, f64)> {
     freeze(root, true);
     std::thread::sleep(Duration::from_millis(2500));
-    let v = stats_json();
+    let v = stats_json_from(&day_agent());
     let mut out = BTreeMap::new();
     for j in v["jobs"].as_array().into_iter().flatten() {
         let path = j["path"].as_str().unwrap_or_default();
@@ -366,8 +376,7 @@ fn job_cpu(root: &TestCgroup) -> BTreeMap<String, (f64, f64)> {
 /// program then takes minutes of one emulated vCPU's share.
 fn start_agent(args: &[&str]) -> (Agent, f64) {
     let t = Instant::now();
-    let bin = std::env::var("SCX_LINGER_DAY_AGENT").unwrap_or_else(|_| AGENT.to_string());
-    let a = Agent::start_within(Path::new(&bin), args, Duration::from_secs(600));
+    let a = Agent::start_within(Path::new(&day_agent()), args, Duration::from_secs(600));
     (a, t.elapsed().as_secs_f64())
 }
 
@@ -806,6 +815,8 @@ fn a_compressed_day_on_a_busy_node() {
             _ => true,
         });
         let row_at = Instant::now();
+        // How long the row's reading of the stats took, of the row's time.
+        let mut stats_took = Duration::ZERO;
         if last_row.elapsed() >= Duration::from_secs(5) {
             last_row = Instant::now();
             let longest = waits
@@ -816,13 +827,16 @@ fn a_compressed_day_on_a_busy_node() {
                 .filter(|((p, _), _)| p == "scx_linger")
                 .map(|(_, (s, _))| *s)
                 .fold(0.0, f64::max);
+            let asked = Instant::now();
+            let cpus = stats_if_answered()
+                .map(|v| class_cpus(&v))
+                .unwrap_or([f64::NAN; 3]);
+            stats_took = asked.elapsed();
             rows.push(Row {
                 t: now.as_secs_f64(),
                 tasks: tasks_now(),
                 jobs: churn.live.len() + base.cgroups.len(),
-                cpus: stats_if_answered()
-                    .map(|v| class_cpus(&v))
-                    .unwrap_or([f64::NAN; 3]),
+                cpus,
                 longest_wait: longest,
                 restarts: restarts + hotplugs,
             });
@@ -833,10 +847,11 @@ fn a_compressed_day_on_a_busy_node() {
             progress(
                 t0,
                 &format!(
-                    "slow step {:.0} s: churn {:.1} s, row {:.1} s, the rest {:.1} s",
+                    "slow step {:.0} s: churn {:.1} s, row {:.1} s (stats {:.1} s), the rest {:.1} s",
                     step.elapsed().as_secs_f64(),
                     churned.as_secs_f64(),
                     row.as_secs_f64(),
+                    stats_took.as_secs_f64(),
                     (step.elapsed() - churned - row).as_secs_f64()
                 ),
             );
