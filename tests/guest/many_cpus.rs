@@ -20,7 +20,7 @@
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::load::{assert_still_in_charge, bogo_ops, kernel_trouble};
+use crate::load::{assert_every_stressor_ran, assert_still_in_charge, bogo_ops, kernel_trouble};
 
 /// The many-CPU pass's guest has at least this many.
 const MANY: usize = 32;
@@ -94,12 +94,7 @@ fn loads_holds_stress_ng_in_every_class_and_unloads_on_many_cpus() {
         STRESSORS.join(" "),
         unloaded.as_secs_f64()
     ));
-    assert!(
-        STRESSORS
-            .iter()
-            .all(|s| ops_p.get(*s).is_some_and(|n| *n > 0)),
-        "a primary stressor did no work: {ops_p:?}\n{p_out}"
-    );
+    assert_every_stressor_ran("primary", &p_out);
     let trouble = kernel_trouble();
     assert!(trouble.is_empty(), "the kernel complained: {trouble:?}");
 }
