@@ -46,6 +46,18 @@ impl Tree {
         self.cgroups.values()
     }
 
+    /// What to read again when the Prolog says a Slurm job's record is
+    /// written (SIGUSR1): every Slurm job's own cgroup, the one a record
+    /// belongs to. No cgroupfs event comes with a record, and the job's
+    /// cgroup may have been read before it was there.
+    pub fn slurm_job_dirs(&self) -> Vec<Dirty> {
+        self.cgroups
+            .keys()
+            .filter(|rel| super::slurm::job_dir(rel).is_some())
+            .map(|rel| Dirty::One(rel.clone()))
+            .collect()
+    }
+
     /// Read again what `dirty` names, as the filesystem has it now.
     pub fn refresh(&mut self, mount: &Path, cfg: &Config, dirty: &Dirty) {
         match dirty {
@@ -98,6 +110,24 @@ mod tests {
 
     fn rels(t: &Tree) -> Vec<&str> {
         t.cgroups().map(|c| c.rel.as_str()).collect()
+    }
+
+    #[test]
+    fn a_slurm_records_arrival_reads_again_only_the_jobs_own_cgroups() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = dir.path();
+        let scope = "system.slice/slurmstepd.scope";
+        for d in ["job_7/step_0/user", "job_8", "system"] {
+            std::fs::create_dir_all(m.join(scope).join(d)).unwrap();
+        }
+        let t = Tree::scan(m, &Config::default());
+        assert_eq!(
+            t.slurm_job_dirs(),
+            [
+                Dirty::One(format!("{scope}/job_7")),
+                Dirty::One(format!("{scope}/job_8"))
+            ]
+        );
     }
 
     #[test]

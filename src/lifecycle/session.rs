@@ -40,7 +40,8 @@ pub struct Ended {
 /// (lifecycle/mod.rs) send these.
 pub enum Event {
     Stop,
-    /// `tag` changed a label (SIGUSR1): apply what changed now.
+    /// `tag` changed a label, or the Slurm Prolog wrote a job's record
+    /// (SIGUSR1): apply what changed now.
     Rescan,
     /// A stats client found the reading stale: take one now.
     Sample,
@@ -307,7 +308,16 @@ pub fn run(
                 break;
             }
             Ok(Event::Rescan) if *blind => next_rescan = Instant::now(),
-            Ok(Event::Rescan) => next_apply = Some(Instant::now()),
+            Ok(Event::Rescan) => {
+                // `tag`'s labels come with cgroupfs events of their own; a
+                // Slurm job's record does not.
+                for d in tree.slurm_job_dirs() {
+                    if !dirty.contains(&d) {
+                        dirty.push(d);
+                    }
+                }
+                next_apply = Some(Instant::now());
+            }
             Ok(Event::Sample) => next_sample = Instant::now(),
             Ok(Event::Reload) => {
                 notify_service_manager(&[NotifyState::Reloading]);
