@@ -94,7 +94,7 @@ fn loads_holds_stress_ng_in_every_class_and_unloads_on_many_cpus() {
         STRESSORS.join(" "),
         unloaded.as_secs_f64()
     ));
-    assert_every_stressor_ran("primary", &p_out);
+    assert_every_stressor_ran("primary", &STRESSORS, &p_out);
     let trouble = kernel_trouble();
     assert!(trouble.is_empty(), "the kernel complained: {trouble:?}");
 }
