@@ -108,19 +108,22 @@ fn guest_script(dir: &Path, project: &Path, cmd: &str, node: Option<u32>) -> Str
     )
 }
 
-/// The guest's process group, for the signal handler below (0: none).
-static GUEST_PGID: AtomicI32 = AtomicI32::new(0);
+/// The process groups of the guests running now, for the signal handler
+/// below (0: a free slot). Two guests may run side by side (the test
+/// command's single-threaded passes).
+static GUEST_PGIDS: [AtomicI32; 4] = [const { AtomicI32::new(0) }; 4];
 
 extern "C" fn kill_guest_and_exit(sig: libc::c_int) {
-    let pgid = GUEST_PGID.load(Ordering::SeqCst);
-    // SAFETY: kill(2) and _exit(2) are async-signal-safe and touch no
-    // memory of ours.
-    unsafe {
+    for slot in &GUEST_PGIDS {
+        let pgid = slot.load(Ordering::SeqCst);
         if pgid > 0 {
-            libc::kill(-pgid, libc::SIGKILL);
+            // SAFETY: kill(2) is async-signal-safe and touches no memory
+            // of ours.
+            unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
-        libc::_exit(128 + sig);
     }
+    // SAFETY: _exit(2) is async-signal-safe.
+    unsafe { libc::_exit(128 + sig) };
 }
 
 /// The guest runs in its own process group (so that a timeout can kill
@@ -128,13 +131,33 @@ extern "C" fn kill_guest_and_exit(sig: libc::c_int) {
 /// for us: if we are interrupted or terminated (Ctrl-C, `timeout`, a CI
 /// runner giving up), take the guest down too rather than leave a QEMU
 /// eating the CPUs that the next timing run needs.
-fn kill_guest_if_we_are_killed(pgid: i32) {
-    GUEST_PGID.store(pgid, Ordering::SeqCst);
+/// Until dropped (the guest is gone), the signal handler kills this guest.
+struct GuestRegistered(&'static AtomicI32, i32);
+
+impl Drop for GuestRegistered {
+    fn drop(&mut self) {
+        let _ = self
+            .0
+            .compare_exchange(self.1, 0, Ordering::SeqCst, Ordering::SeqCst);
+    }
+}
+
+fn kill_guest_if_we_are_killed(pgid: i32) -> GuestRegistered {
+    // A slot of its own, or (more guests than slots) the last one's.
+    let slot = GUEST_PGIDS
+        .iter()
+        .find(|s| {
+            s.compare_exchange(0, pgid, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+        })
+        .unwrap_or(&GUEST_PGIDS[GUEST_PGIDS.len() - 1]);
+    slot.store(pgid, Ordering::SeqCst);
     for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // SAFETY: installs a handler that only calls async-signal-safe
         // functions.
         unsafe { libc::signal(sig, kill_guest_and_exit as *const () as libc::sighandler_t) };
     }
+    GuestRegistered(slot, pgid)
 }
 
 pub fn run_cli(args: &VmArgs) -> Result<i32> {
@@ -186,8 +209,11 @@ fn new_run_dir() -> Result<PathBuf> {
         .duration_since(std::time::UNIX_EPOCH)?
         .as_millis();
     // The process id too: two boots started in the same millisecond (two
-    // benches side by side) shared one folder and one output.log.
-    let dir = root.join(format!("run-{stamp}-{}", std::process::id()));
+    // benches side by side) shared one folder and one output.log; and a
+    // count, for two guests of one process side by side.
+    static BOOTS: AtomicI32 = AtomicI32::new(0);
+    let n = BOOTS.fetch_add(1, Ordering::SeqCst);
+    let dir = root.join(format!("run-{stamp}-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
     let latest = root.join("latest");
     let _ = std::fs::remove_file(&latest);
@@ -362,7 +388,7 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
     let mut child = cmd
         .spawn()
         .with_context(|| format!("starting {}", vng.display()))?;
-    kill_guest_if_we_are_killed(child.id() as i32);
+    let _registered = kill_guest_if_we_are_killed(child.id() as i32);
     // The second node joins the first's process group, so that every way
     // the first is killed kills it too. Its QEMU connects to the first's
     // listening socket, which is there once the first QEMU has started.
@@ -486,6 +512,21 @@ fn tail_console(dir: &Path) {
     }
 }
 
+thread_local! {
+    /// This thread's guests keep their output to output.log (see quietly).
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with the guest's output left in its output.log instead of
+/// echoed as it comes: for guests side by side, whose lines would
+/// interleave; the caller prints each one's log once it has ended.
+pub fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    QUIET.set(true);
+    let out = f();
+    QUIET.set(false);
+    out
+}
+
 /// Copies what the guest appends to a file to our stdout.
 struct LogStreamer {
     path: PathBuf,
@@ -498,6 +539,9 @@ impl LogStreamer {
     }
 
     fn pump(&mut self) -> Result<()> {
+        if QUIET.get() {
+            return Ok(());
+        }
         let Ok(mut f) = std::fs::File::open(&self.path) else {
             return Ok(());
         };
