@@ -225,10 +225,10 @@ impl<'obj> Scheduler<'obj> {
     /// every task re-derives its class at its next scheduling event.
     /// Returns how many entries changed. A failed update leaves the old
     /// generation in place: BPF keeps using what it had.
-    pub fn sync_labels(&mut self, want: &BTreeMap<u64, LabelEntry>) -> Result<usize> {
+    pub fn sync_labels(&mut self, want: BTreeMap<u64, LabelEntry>) -> Result<usize> {
         let map = &self.skel.maps.cgrp_class;
         let mut changed = 0;
-        for (id, label) in want {
+        for (id, label) in &want {
             if !self
                 .labels
                 .get(id)
@@ -250,7 +250,7 @@ impl<'obj> Scheduler<'obj> {
             let _ = map.delete(&id.to_ne_bytes());
             changed += 1;
         }
-        self.labels = want.clone();
+        self.labels = want;
         if changed > 0 {
             bss_update!(self.skel, label_gen, |g| g.wrapping_add(1));
         }

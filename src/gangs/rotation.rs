@@ -66,9 +66,12 @@ impl Rotation {
     /// with gangs numbered (a gang's descendants carry its number). A
     /// gang beyond the 64 the table holds runs as ordinary work of its
     /// tier (and is reported once).
-    pub fn label_entries(&mut self, resolved: &[Resolved]) -> BTreeMap<u64, LabelEntry> {
+    pub fn label_entries<'a>(
+        &mut self,
+        resolved: impl Iterator<Item = &'a Resolved> + Clone,
+    ) -> BTreeMap<u64, LabelEntry> {
         self.gangs = resolved
-            .iter()
+            .clone()
             .filter(|r| r.own && r.class.is_gang())
             .map(|r| GangLabel {
                 id: r.id,
@@ -98,7 +101,6 @@ impl Rotation {
                 _ => GangRef::NONE,
             };
         resolved
-            .iter()
             .map(|r| {
                 let entry = LabelEntry {
                     class: r.class.bpf_value(),
@@ -261,7 +263,7 @@ mod tests {
             10,
             Vec::new(),
         );
-        let entries = rot.label_entries(&resolved);
+        let entries = rot.label_entries(resolved.iter());
         assert_eq!(entries.len(), 4);
         let gang = GangRef::of(0).0;
         assert_eq!(

@@ -257,7 +257,7 @@ pub struct Heir {
     pub job: Option<u64>,
 }
 
-fn parent_of(rel: &str) -> Option<&str> {
+pub fn parent_of(rel: &str) -> Option<&str> {
     if rel.is_empty() {
         None
     } else {
@@ -268,8 +268,8 @@ fn parent_of(rel: &str) -> Option<&str> {
 /// Effective class of every cgroup: its own label, else its nearest
 /// labelled ancestor's, else the default; the root is always primary.
 /// With it, each cgroup's job and what its unseen descendants inherit:
-/// every rule of who is what lives here, and the BPF side only looks the
-/// answers up. The answers come in path order.
+/// every rule of who is what lives in resolve_one(), and the BPF side
+/// only looks the answers up. The answers come in path order.
 pub fn resolve_all<'a>(
     cgroups: impl IntoIterator<Item = &'a Cgroup>,
     default: Class,
@@ -279,92 +279,99 @@ pub fn resolve_all<'a>(
     // the slice sorted and costs one comparison per cgroup).
     let mut order: Vec<&Cgroup> = cgroups.into_iter().collect();
     order.sort_by(|a, b| a.rel.cmp(&b.rel));
-    let mut done: HashMap<&str, (Class, Source)> = HashMap::new();
-    // Per resolved path: its origin and job, for its children.
-    let mut ties: HashMap<&str, (Option<u64>, u64)> = HashMap::new();
-    let mut out = Vec::with_capacity(order.len());
+    let mut at: HashMap<&str, usize> = HashMap::with_capacity(order.len());
+    let mut out: Vec<Resolved> = Vec::with_capacity(order.len());
     for c in order {
-        let own = if c.rel.is_empty() {
-            None
-        } else {
-            own_class(&c.facts)
-        };
-        let (class, source) = if c.rel.is_empty() {
-            (Class::Primary, Source::Root)
-        } else if let Some((cl, src)) = own.clone() {
-            (cl, src)
-        } else {
-            let parent = parent_of(&c.rel).unwrap_or("");
-            match done.get(parent) {
-                None | Some((_, Source::Root | Source::Default)) => (default, Source::Default),
-                Some((cl, Source::Inherited(from))) => (*cl, Source::Inherited(from.clone())),
-                Some((cl, _)) => (*cl, Source::Inherited(parent.to_string())),
-            }
-        };
-        // A gang is its job's tasks: Slurm's own helpers inside the job
-        // (its step daemons, the extern step) run as ordinary work of the
-        // job's tier, so that they neither count in the gang's size nor
-        // wait for its slot. An explicit label on them still holds.
-        let class = match source {
-            Source::Inherited(_) if class.is_gang() && slurm::is_job_helper(&c.rel) => class.tier(),
-            _ => class,
-        };
-        let mut warnings = label_warnings(&c.facts);
-        let slot_ms = match (&own, class.is_gang()) {
-            (Some((_, src)), true) => own_slot_ms(&c.facts, src, &mut warnings),
-            _ => None,
-        };
-        let row = match (&own, class) {
-            (Some(_), Class::Gang) => own_row(&c.facts, &mut warnings),
-            _ => None,
-        };
-        let parent_rel = parent_of(&c.rel);
-        let parent = parent_rel.and_then(|p| ties.get(p)).copied();
-        let (origin, job) = match (&source, parent) {
-            (Source::Root, _) => (None, c.id),
-            // A Slurm job's cgroup is a job of its own, whatever its class
-            // (else every unlabelled job counts as system.slice).
-            (Source::Inherited(_), Some((origin, _))) if c.facts.slurm_job.is_some() => {
-                (origin, c.id)
-            }
-            (Source::Default, _) if c.facts.slurm_job.is_some() => (None, c.id),
-            (Source::Inherited(_), Some(tie)) => tie,
-            // Unlabelled: a job of its own at the top level, its top-level
-            // ancestor's below.
-            (Source::Default, Some((_, job))) if parent_rel != Some("") => (None, job),
-            (Source::Inherited(_) | Source::Default, _) => (None, c.id),
-            _ => (Some(c.id), c.id),
-        };
-        let heir = if source == Source::Root {
-            Heir {
-                class: default,
-                origin: None,
-                job: None,
-            }
-        } else {
-            Heir {
-                class,
-                origin,
-                job: Some(job),
-            }
-        };
-        done.insert(&c.rel, (class, source.clone()));
-        ties.insert(&c.rel, (origin, job));
-        out.push(Resolved {
-            rel: c.rel.clone(),
-            id: c.id,
-            class,
-            source,
-            own: own.is_some(),
-            origin,
-            job,
-            heir,
-            slot_ms,
-            row,
-            warnings,
-        });
+        let parent = parent_of(&c.rel).and_then(|p| at.get(p)).map(|&i| &out[i]);
+        let r = resolve_one(c, parent, default);
+        at.insert(&c.rel, out.len());
+        out.push(r);
     }
     out
+}
+
+/// One cgroup's class, job and heir, from its own facts and its parent's
+/// answer (None for the root, or a parent that vanished mid-scan). A
+/// cgroup's answer depends on nothing else, so a change to one cgroup
+/// needs only its subtree resolved again (tree.rs).
+pub fn resolve_one(c: &Cgroup, parent: Option<&Resolved>, default: Class) -> Resolved {
+    let own = if c.rel.is_empty() {
+        None
+    } else {
+        own_class(&c.facts)
+    };
+    let (class, source) = if c.rel.is_empty() {
+        (Class::Primary, Source::Root)
+    } else if let Some((cl, src)) = own.clone() {
+        (cl, src)
+    } else {
+        match parent {
+            None => (default, Source::Default),
+            Some(p) => match &p.source {
+                Source::Root | Source::Default => (default, Source::Default),
+                Source::Inherited(from) => (p.class, Source::Inherited(from.clone())),
+                _ => (p.class, Source::Inherited(p.rel.clone())),
+            },
+        }
+    };
+    // A gang is its job's tasks: Slurm's own helpers inside the job
+    // (its step daemons, the extern step) run as ordinary work of the
+    // job's tier, so that they neither count in the gang's size nor
+    // wait for its slot. An explicit label on them still holds.
+    let class = match source {
+        Source::Inherited(_) if class.is_gang() && slurm::is_job_helper(&c.rel) => class.tier(),
+        _ => class,
+    };
+    let mut warnings = label_warnings(&c.facts);
+    let slot_ms = match (&own, class.is_gang()) {
+        (Some((_, src)), true) => own_slot_ms(&c.facts, src, &mut warnings),
+        _ => None,
+    };
+    let row = match (&own, class) {
+        (Some(_), Class::Gang) => own_row(&c.facts, &mut warnings),
+        _ => None,
+    };
+    let parent_is_root = parent_of(&c.rel) == Some("");
+    let tie = parent.map(|p| (p.origin, p.job));
+    let (origin, job) = match (&source, tie) {
+        (Source::Root, _) => (None, c.id),
+        // A Slurm job's cgroup is a job of its own, whatever its class
+        // (else every unlabelled job counts as system.slice).
+        (Source::Inherited(_), Some((origin, _))) if c.facts.slurm_job.is_some() => (origin, c.id),
+        (Source::Default, _) if c.facts.slurm_job.is_some() => (None, c.id),
+        (Source::Inherited(_), Some(tie)) => tie,
+        // Unlabelled: a job of its own at the top level, its top-level
+        // ancestor's below.
+        (Source::Default, Some((_, job))) if !parent_is_root => (None, job),
+        (Source::Inherited(_) | Source::Default, _) => (None, c.id),
+        _ => (Some(c.id), c.id),
+    };
+    let heir = if source == Source::Root {
+        Heir {
+            class: default,
+            origin: None,
+            job: None,
+        }
+    } else {
+        Heir {
+            class,
+            origin,
+            job: Some(job),
+        }
+    };
+    Resolved {
+        rel: c.rel.clone(),
+        id: c.id,
+        class,
+        own: own.is_some(),
+        source,
+        origin,
+        job,
+        heir,
+        slot_ms,
+        row,
+        warnings,
+    }
 }
 
 /// A primary gang's cluster row: root's label, else what slurmctld gave

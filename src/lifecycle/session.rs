@@ -19,7 +19,6 @@ use super::load_priority::LoadPriority;
 use super::restart::Ending;
 use crate::bpf::program::{CpuLimit, Scheduler, Tunables};
 use crate::gangs::rotation::Rotation;
-use crate::labels::cgroups;
 use crate::labels::class::Class;
 use crate::labels::config::Config;
 use crate::labels::slurm;
@@ -173,39 +172,46 @@ struct Published {
     said: String,
 }
 
-/// Hand BPF the labels of every cgroup in `tree`; keep them in `published`
+/// Hand BPF the labels of every cgroup in `tree` (resolved again below
+/// what changed); keep them in `published`
 /// for the stats. A failure keeps the labels BPF already has: scheduling
 /// never waits on the agent. Returns true if any label (or the cluster rows) changed.
 fn publish_labels(
     sched: &mut Scheduler,
     rotation: &mut Rotation,
     published: &mut Published,
-    tree: &Tree,
+    tree: &mut Tree,
     cfg: &Config,
 ) -> bool {
     let started = Instant::now();
     publish_limits(sched, tree);
-    let resolved = cgroups::resolve_all(tree.cgroups(), cfg.default_class);
+    let resolved_now = tree.resolve(cfg.default_class);
+    let resolved = tree.resolved();
     let reshaped = rotation.set_rows(cfg.rows);
-    let want = rotation.label_entries(&resolved);
-    let count = |c: Class| resolved.iter().filter(|r| r.own && r.class == c).count();
+    let want = rotation.label_entries(resolved.clone());
+    let count = |c: Class| resolved.clone().filter(|r| r.own && r.class == c).count();
     let counts = Class::ALL.map(|c| format!("{} {c}", count(c))).join(", ");
-    let own = resolved.iter().filter(|r| r.own).count();
-    let result = sched.sync_labels(&want);
+    let own = resolved.clone().filter(|r| r.own).count();
+    let result = sched.sync_labels(want);
     if result.is_ok() {
         // BPF has every class now: release the Slurm jobs waiting on it.
         slurm::mark_applied(
             Path::new(slurm::RECORD_DIR),
             resolved
-                .iter()
+                .clone()
                 .filter_map(|r| Some((slurm::job_id(&r.rel)?, r.class.name()))),
         );
     }
-    published.labelled = Labelled::new(started, resolved);
+    // The stats' copy is made again only when an answer changed.
+    if resolved_now > 0 || published.labelled.at.is_none() {
+        published.labelled = Labelled::new(started, resolved.cloned().collect());
+    } else {
+        published.labelled.at = Some(started);
+    }
     match result {
         Ok(changed) if changed > 0 => {
             let line = format!(
-                "labels: {own} labelled cgroups ({counts}) of {}; {changed} map entries changed in {:?}",
+                "labels: {own} labelled cgroups ({counts}) of {}, {resolved_now} resolved again; {changed} map entries changed in {:?}",
                 tree.count(),
                 started.elapsed()
             );
@@ -260,7 +266,7 @@ pub fn run(
     // Changes from here on arrive as events and are applied one cgroup at
     // a time; the full rescan is a safety net.
     let mut tree = Tree::scan(mount, cfg);
-    publish_labels(&mut sched, &mut rotation, &mut published, &tree, cfg);
+    publish_labels(&mut sched, &mut rotation, &mut published, &mut tree, cfg);
     sched.attach()?;
     drop(priority);
     let mut sampler = Sampler::new();
@@ -363,7 +369,7 @@ pub fn run(
                 tree.refresh(mount, cfg, &d);
             }
             debug!("cgroup tree read again in {:?}", started.elapsed());
-            let changed = publish_labels(&mut sched, &mut rotation, &mut published, &tree, cfg);
+            let changed = publish_labels(&mut sched, &mut rotation, &mut published, &mut tree, cfg);
             settle = settle_after(started.elapsed());
             if std::mem::take(&mut reloaded) {
                 notify_service_manager(&[NotifyState::Ready]);
