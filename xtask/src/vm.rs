@@ -126,11 +126,6 @@ extern "C" fn kill_guest_and_exit(sig: libc::c_int) {
     unsafe { libc::_exit(128 + sig) };
 }
 
-/// The guest runs in its own process group (so that a timeout can kill
-/// vng and its QEMU together), which also shields it from signals meant
-/// for us: if we are interrupted or terminated (Ctrl-C, `timeout`, a CI
-/// runner giving up), take the guest down too rather than leave a QEMU
-/// eating the CPUs that the next timing run needs.
 /// Until dropped (the guest is gone), the signal handler kills this guest.
 struct GuestRegistered(&'static AtomicI32, i32);
 
@@ -142,6 +137,11 @@ impl Drop for GuestRegistered {
     }
 }
 
+/// The guest runs in its own process group (so that a timeout can kill
+/// vng and its QEMU together), which also shields it from signals meant
+/// for us: if we are interrupted or terminated (Ctrl-C, `timeout`, a CI
+/// runner giving up), take the guest down too rather than leave a QEMU
+/// eating the CPUs that the next timing run needs.
 fn kill_guest_if_we_are_killed(pgid: i32) -> GuestRegistered {
     // A slot of its own, or (more guests than slots) the last one's.
     let slot = GUEST_PGIDS
