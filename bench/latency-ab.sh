@@ -7,7 +7,7 @@
 # 2.5 ms in the next), so a change is judged against the build before it
 # in the same boot: one duty primary per CPU runs throughout, and each
 # round loads A, then B, for one cyclictest run beside the duty primaries
-# alone and one beside guests. Prints p99, p99.9 and max (us) per run,
+# alone and one beside guests. Prints p50, p99, p99.9 and max (us) per run,
 # and the count past the 20 ms histogram.
 #
 # usage (in the guest, e.g. through `cargo xtask vm --icount --cpus 2 --`):
@@ -29,14 +29,15 @@ one() {
 	/^[0-9]/ { n[$1 + 0] += $2; total += $2 }
 	/Histogram Overflows/ { over = $NF; total += over }
 	END {
-		p99 = p999 = -1
+		p50 = p99 = p999 = -1
 		for (i = 0; i < 20000; i++) {
 			if (!n[i]) continue
 			seen += n[i]; max = i
+			if (p50 < 0 && seen >= 0.5 * total) p50 = i
 			if (p99 < 0 && seen >= 0.99 * total) p99 = i
 			if (p999 < 0 && seen >= 0.999 * total) p999 = i
 		}
-		printf "%s p99=%d p999=%d max=%d over_20ms=%d\n", tag, p99, p999, max, over
+		printf "%s p50=%d p99=%d p999=%d max=%d over_20ms=%d\n", tag, p50, p99, p999, max, over
 	}' /tmp/cyc.out
 }
 

@@ -6,8 +6,8 @@
  * parts, each declared and written by its own unit only (the others may
  * read it): which class it is in (classify), its vtime tier (vtime), its
  * cgroup's weight (weight), its accounting (account), its gang
- * bookkeeping (gang), its guard grant (guard), its
- * wake-up bursts (wakeup), its cpu.max-limited cgroups (bandwidth). Storage
+ * bookkeeping (gang), its guard grant (guard), how it was
+ * woken (wakeup), its cpu.max-limited cgroups (bandwidth). Storage
  * and lookups: ctx.bpf.c.
  */
 #ifndef __SCX_LINGER_CTX_BPF_H

@@ -318,8 +318,8 @@ enum linger_stat {
 	LINGER_STAT_BACKFILL,		/* non-gang task ran on a CPU during a gang slot */
 	LINGER_STAT_GANG_RELIEF,	/* relief turn for ordinary work in a gang slot */
 	LINGER_STAT_AGE_RESCUE,		/* task run because it waited a quarter of the watchdog */
-	LINGER_STAT_WAKE_PREEMPT,	/* short-sleeping primary preempted a primary on waking */
-	LINGER_STAT_WAKE_DEFER,		/* ... timer armed to preempt once the running one has run long */
+	LINGER_STAT_WAKE_PREEMPT,	/* a waking primary's deadline came first: it preempted a primary */
+	LINGER_STAT_QUEUE_PREEMPT,	/* ... a queued primary's did, as a slice began or at a tick */
 	LINGER_STAT_SMT_KICK,		/* guest kicked off a core a primary started on */
 	LINGER_STAT_SMT_DECLINE,	/* CPU ran no guest: its sibling runs a primary */
 	LINGER_STAT_GANG_HOME_SWAP,	/* member outside its gang's home sent to a CPU there */

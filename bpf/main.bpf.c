@@ -82,9 +82,10 @@ const volatile u64 relief_period_ns = LINGER_DEFAULT_RELIEF_PERIOD_US * 1000;
 const volatile u64 relief_slice_ns = LINGER_DEFAULT_RELIEF_SLICE_US * 1000;
 
 /*
- * Wake-up preemption within the primary tier (wakeup.bpf.c): a primary
- * that sleeps most of its time may preempt an ordinary primary when it
- * wakes. Off: the slice end is the only switch point within the tier.
+ * Preemption within the primary tier (wakeup.bpf.c): a primary whose
+ * deadline comes first takes an ordinary primary's CPU as it wakes or at
+ * the next tick. Off: the slice end is the only switch point within the
+ * tier.
  */
 const volatile bool wake_preempt = true;
 /*
@@ -138,7 +139,7 @@ UEI_DEFINE(uei);
 __hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
 			   u64 ran, u64 now, bool refresh)
 {
-	p->scx.dsq_vtime = charged_vtime(p, tctx, ran, refresh);
+	vtime_charge(p, tctx, ran, refresh);
 	bw_charge(p, tctx, ran, now);
 	gang_charge_run(scx_bpf_task_cpu(p), tctx, ran);
 	relief_charge(ran);
@@ -175,6 +176,7 @@ __hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST && !granted);
 	smt_note_cpu(cpu, tier == LINGER_TIER_PRIMARY);
 	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE, cpu);
+	wakeup_note_start(p, tctx, cpu);
 }
 
 /* Let @prev, still runnable, run another slice on @cpu. */
@@ -304,8 +306,6 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	u32 llc;
 	s32 cpu;
 
-	/* Whatever it queues for now, it starts from its own vtime. */
-	wakeup_queue_key_undo(p, tctx);
 	if (tctx)
 		gang_count_runnable(tctx);
 	/*
@@ -382,7 +382,7 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		 * there with another busy kthread of the CPU (on a 1-CPU node
 		 * every kthread is per-CPU) while nothing queued ran; a
 		 * preemption meant for the queue's head (wakeup.bpf.c's
-		 * recheck) then only swapped the two, every few microseconds,
+		 * tick) would only swap the two, every few microseconds,
 		 * until the kernel's watchdog or RCU's stall check ended the
 		 * scheduler. It queues like any primary instead.
 		 */
@@ -414,7 +414,6 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 		stat_inc(LINGER_STAT_ENQ_PRIMARY);
-		wakeup_queue_key(p, tctx, enq_flags);
 		scx_bpf_dsq_insert_vtime(p, tier_dsq(LINGER_TIER_PRIMARY, llc),
 					 primary_slice_ns, p->scx.dsq_vtime, enq_flags);
 	} else {
@@ -593,9 +592,10 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 }
 
 /*
- * runnable: @p became runnable: it woke up, or it is new. Called before
- * select_cpu()/enqueue() for that wake-up, and paired with quiescent():
- * a task whose slice ends while it stays runnable passes neither.
+ * runnable: @p became runnable: it woke up, or it is new. Called after
+ * select_cpu() and before enqueue() for that wake-up, and paired with
+ * quiescent(): a task whose slice ends while it stays runnable passes
+ * neither.
  */
 void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
 {
@@ -607,7 +607,6 @@ void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
 		gang_count_runnable(tctx);
 	account_runnable(tctx, now);
 	guard_note_waiting(tctx, true, now);
-	wakeup_note_wake(tctx);
 	vtime_wake(p, tctx, tier);
 }
 
@@ -625,8 +624,6 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	u64 now = scx_bpf_now(), relief;
 	bool granted = false;
 
-	/* Its own vtime again, before anything reads it (wakeup.bpf.c). */
-	wakeup_queue_key_undo(p, tctx);
 	if (cctx) {
 		if (tier == LINGER_TIER_GUEST && cctx->grant_pending && tctx) {
 			tctx->guard.granted = true;
@@ -639,14 +636,12 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 		p->scx.slice = relief;
 	if (tctx)
 		granted = tctx->guard.granted;
-	/* Before the wake-up rule notes its vtime: it may be rebased here. */
 	start_slice(p, tctx, cpu, p->scx.slice, granted);
 	if (tier == LINGER_TIER_GUEST && !granted)
 		guest_start_recheck(cpu);
 	account_running(tctx, now);
 	guard_note_waiting(tctx, false, now);
 	gang_note_running(cpu, tctx, now);
-	wakeup_note_running(p, tctx);
 }
 
 /*
@@ -664,13 +659,25 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	charge_slice(p, tctx, ran, now, true);
 	guard_note_waiting(tctx, runnable, now);
 	gang_note_stopping(cpu);
-	wakeup_note_stopping(tctx, ran);
+	wakeup_note_stopping();
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->guard.granted) {
 		tctx->guard.granted = false;
 		guard_send_to_back(p, tctx);
 	}
+}
+
+/*
+ * tick: a scheduler tick on the CPU running @p (every 1/HZ s while it
+ * runs). Setting its slice to 0 here makes the kernel reschedule the CPU
+ * at once, and dispatch() choose again. The one moment, besides a
+ * wake-up, when a primary queued with an earlier deadline takes the CPU
+ * from the primary running (wakeup.bpf.c).
+ */
+void BPF_STRUCT_OPS(linger_tick, struct task_struct *p)
+{
+	wakeup_tick(p, scx_bpf_task_cpu(p));
 }
 
 /*
@@ -831,11 +838,6 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 	ret = init_smt();
 	if (ret)
 		return ret;
-	ret = wakeup_timers_init();
-	if (ret) {
-		scx_bpf_error("failed to set up the wake-up timers: %d", ret);
-		return ret;
-	}
 	ret = scx_bpf_create_dsq(LINGER_BW_DSQ, -1);
 	if (ret) {
 		scx_bpf_error("failed to create the cpu.max hold DSQ: %d", ret);
@@ -870,6 +872,7 @@ SCX_OPS_DEFINE(linger_ops,
 	       .runnable	= (void *)linger_runnable,
 	       .running		= (void *)linger_running,
 	       .stopping	= (void *)linger_stopping,
+	       .tick		= (void *)linger_tick,
 	       .quiescent	= (void *)linger_quiescent,
 	       .cpu_release	= (void *)linger_cpu_release,
 	       .cpu_acquire	= (void *)linger_cpu_acquire,

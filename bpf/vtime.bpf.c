@@ -1,22 +1,38 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * vtime.bpf.c - fairness within a tier.
+ * vtime.bpf.c - the order within a tier: one rule, a deadline.
  *
- * Each tier has a dispatch queue (DSQ) per LLC ordered by virtual time
- * (vtime): a task's vtime advances by the CPU time it used, divided by its
- * weight (nice times its cgroup's cpu.weight, weight.bpf.c), so within a
- * tier heavier tasks get proportionally more CPU. A CPU that needs work
- * takes the smallest-vtime task of the highest tier that has one; a
- * primary whose slice ended keeps its CPU unless a primary with a smaller
- * vtime waits. (A short sleeper waits with its key a slice ahead of its
- * vtime, and has its own back as it starts: wakeup.bpf.c.)
+ * Each tier has a dispatch queue (DSQ) per LLC. A task's vtime advances
+ * by the CPU time it used, divided by its weight (nice times its
+ * cgroup's cpu.weight, weight.bpf.c), so within a tier heavier tasks get
+ * proportionally more CPU. It queues by its deadline, as under EEVDF:
+ * its vtime plus its request, what it asks to run before it sleeps
+ * again, in vtime (pure.h: request_ns(): its usual run per wake-up, at
+ * most a slice). A task that sleeps most of its time asks for little and
+ * is ahead of a CPU-bound task of the same vtime; a CPU-bound task asks
+ * for the whole slice, so compute jobs order among themselves by vtime
+ * alone and keep their long slices. What a task runs, its vtime is
+ * charged, so the request only orders: it gives no task more CPU.
+ *
+ * The deadline is the task's key, kept in p->scx.dsq_vtime, the field the
+ * kernel orders a DSQ by; the request in vtime is kept beside it (req),
+ * and the vtime is the key less the request. Both change only while the
+ * task is on no DSQ: when a slice is charged (vtime_charge(), which also
+ * renews the request from the run just ended) and when it wakes
+ * (vtime_wake(), a new burst).
+ *
+ * The same deadline decides the rest: a CPU that needs work takes the
+ * smallest key of the highest tier that has one; a primary whose slice
+ * ended keeps its CPU unless a primary with a smaller key waits; and a
+ * waking primary takes a primary's CPU when its deadline comes first
+ * (wakeup.bpf.c).
  *
  * Per-tier clocks, one per LLC (each LLC has its own queues: llc.bpf.c):
  * the vtime of the task of that tier that most recently started running
  * there. Every task that arrives at a tier's queue (it woke, it is new,
  * or its tier changed) is placed against it by one rule, tier_floor().
  *
- * Vtimes are compared only against one LLC's clock. A task that moves to
+ * Keys are compared only against one LLC's clock. A task that moves to
  * another LLC (queued there, stolen, or handed an idle CPU there) keeps
  * its distance from the clock: rebased() moves it by the difference of
  * the two clocks. One clock shared by per-LLC queues would instead let
@@ -59,10 +75,11 @@ __hidden u64 tier_slice(u32 tier)
 }
 
 /*
- * Where a task arriving at @tier's queue on @llc stands: one slice behind
- * the tier's clock, but never behind the queue's head (pure.h:
- * arrival_vtime() says why). Waking tasks are raised to it (they bank at
- * most one slice), and new tasks and tasks whose tier changed start on it.
+ * Where a task arriving at @tier's queue on @llc stands, with a request
+ * of @req in vtime: its vtime one slice behind the tier's clock, but its
+ * key never behind the queue's head (pure.h: arrival_vtime() says why).
+ * Waking tasks are raised to it (they bank at most one slice), and new
+ * tasks and tasks whose tier changed start on it.
  *
  * New tasks must not start *on* the clock instead. The clock is the
  * largest vtime that started running, and it only moves when a task
@@ -72,18 +89,18 @@ __hidden u64 tier_slice(u32 tier)
  * slice's worth: among many of them, for seconds. Nothing that arrives
  * later can queue before it.
  */
-static u64 tier_floor(u32 tier, u32 llc)
+static u64 tier_floor(u32 tier, u32 llc, u64 req)
 {
 	struct task_struct *head;
 
 	head = __COMPAT_scx_bpf_dsq_peek(tier_dsq(tier, llc));
-	return arrival_vtime(*tier_clock(tier, llc), tier_slice(tier), head,
+	return arrival_vtime(*tier_clock(tier, llc) + req, tier_slice(tier), head,
 			     head ? head->scx.dsq_vtime : 0);
 }
 
 /*
- * The vtime a task queues with on @llc. Normally its own: that is what
- * makes weights work. But vtime is only comparable within a tier and an
+ * The key a task queues with on @llc. Normally its own: that is what
+ * makes weights work. But keys are only comparable within a tier and an
  * LLC, so a task whose tier changed since it last queued starts on its
  * new tier's floor, and one that changed LLC is rebased. (Sleepers are
  * handled in vtime_wake().)
@@ -102,7 +119,7 @@ __hidden u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx
 	if (!tctx)
 		return vtime;
 	if (tctx->vt.vtier != tier)
-		vtime = tier_floor(tier, llc);
+		vtime = tier_floor(tier, llc, tctx->vt.req);
 	else
 		vtime = rebased(vtime, tier, tctx->vt.llc, llc);
 	tctx->vt.vtier = tier;
@@ -137,7 +154,7 @@ __hidden u64 weighted_slice(struct task_struct *p, struct task_ctx *tctx,
 }
 
 /*
- * The vtime @p will have once charged for @ran ns on a CPU, inversely to
+ * The key @p will have once charged for @ran ns on a CPU, inversely to
  * its weight: at the default weight of 100, one nanosecond of CPU costs
  * one nanosecond of vtime. @refresh: see task_weight().
  *
@@ -155,11 +172,43 @@ __hidden u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
 	return p->scx.dsq_vtime + ran * 100 / task_weight(p, tctx, refresh);
 }
 
+__hidden u64 task_request(const struct task_ctx *tctx)
+{
+	return tctx->vt.avg_burst > tctx->vt.burst ? tctx->vt.avg_burst :
+						    tctx->vt.burst;
+}
+
+/*
+ * Renew @p's request from its bursts, in vtime at @weight: its key moves
+ * by the change, its vtime stays. @p is on no DSQ (its key may change).
+ */
+static void renew_request(struct task_struct *p, struct task_ctx *tctx,
+			  u64 weight)
+{
+	u64 req = request_ns(tctx->vt.avg_burst, tctx->vt.burst,
+			     tier_slice(tctx->cls.tier)) * 100 / (weight ?: 1);
+
+	p->scx.dsq_vtime += req - tctx->vt.req;
+	tctx->vt.req = req;
+}
+
+__hidden void vtime_charge(struct task_struct *p, struct task_ctx *tctx,
+			   u64 ran, bool refresh)
+{
+	u64 weight = task_weight(p, tctx, refresh);
+
+	p->scx.dsq_vtime += ran * 100 / weight;
+	if (!tctx)
+		return;
+	tctx->vt.burst += ran;
+	renew_request(p, tctx, weight);
+}
+
 /*
  * Every LLC's head, not only @cpu's own: a CPU whose primary keeps it
  * slice after slice would otherwise never serve another LLC's backlog
  * (stealing happens only when a CPU has nothing of its own). Rebased, so
- * the heads compare with @vtime as if they had queued here.
+ * the heads' keys compare with @vtime as if they had queued here.
  */
 __hidden bool primary_waits_before(s32 cpu, u64 vtime)
 {
@@ -177,15 +226,23 @@ __hidden bool primary_waits_before(s32 cpu, u64 vtime)
 }
 
 /*
- * A task waking from sleep may bank at most one slice of vtime over the
- * tasks that kept running: enough to run soon, not enough to monopolise
- * the CPU after a long sleep. Tasks that stay runnable (preempted, slice
- * expired) keep their vtime untouched, so weights hold exactly.
+ * A task wakes: its run since it last woke goes into its running
+ * average (about four wake-ups), and a new burst, so a new request,
+ * begins. It may bank at most one slice of vtime over the tasks that kept
+ * running: enough to run soon, not enough to monopolise the CPU after a
+ * long sleep. Tasks that stay runnable (preempted, slice expired) keep
+ * their vtime untouched, so weights hold exactly.
  */
 __hidden void vtime_wake(struct task_struct *p, struct task_ctx *tctx, u32 tier)
 {
-	u64 floor = tier_floor(tier, tctx ? tctx->vt.llc : 0);
+	u64 floor;
 
+	if (!tctx)
+		return;
+	tctx->vt.avg_burst = (tctx->vt.avg_burst * 3 + tctx->vt.burst) / 4;
+	tctx->vt.burst = 0;
+	renew_request(p, tctx, task_weight(p, tctx, false));
+	floor = tier_floor(tier, tctx->vt.llc, tctx->vt.req);
 	if (time_before(p->scx.dsq_vtime, floor))
 		p->scx.dsq_vtime = floor;
 }
@@ -204,7 +261,7 @@ __hidden void vtime_advance(struct task_struct *p, struct task_ctx *tctx,
 {
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	u32 llc = cpu_llc_of(cpu);
-	u64 *clock = tier_clock(tier, llc);
+	u64 *clock = tier_clock(tier, llc), vtime;
 
 	if (slotted)
 		return;
@@ -217,8 +274,9 @@ __hidden void vtime_advance(struct task_struct *p, struct task_ctx *tctx,
 		p->scx.dsq_vtime = rebased(p->scx.dsq_vtime, tier, tctx->vt.llc, llc);
 		tctx->vt.llc = llc;
 	}
-	if (time_before(*clock, p->scx.dsq_vtime))
-		*clock = p->scx.dsq_vtime;
+	vtime = p->scx.dsq_vtime - (tctx ? tctx->vt.req : 0);
+	if (time_before(*clock, vtime))
+		*clock = vtime;
 }
 
 __hidden void vtime_detach(struct task_ctx *tctx)
@@ -230,9 +288,11 @@ __hidden void vtime_enable(struct task_struct *p, struct task_ctx *tctx)
 {
 	u32 llc = cpu_llc_of(scx_bpf_task_cpu(p));
 
-	p->scx.dsq_vtime = tier_floor(LINGER_TIER_PRIMARY, llc);
+	/* No request yet: it has not run. */
+	p->scx.dsq_vtime = tier_floor(LINGER_TIER_PRIMARY, llc, 0);
 	if (tctx) {
 		tctx->vt.vtier = LINGER_TIER_PRIMARY;
 		tctx->vt.llc = llc;
+		tctx->vt.req = 0;
 	}
 }

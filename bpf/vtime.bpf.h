@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * vtime.bpf.h - fairness within a tier by weighted virtual time, and
- * slices. Design: vtime.bpf.c.
+ * vtime.bpf.h - the order within a tier: weighted virtual time plus a
+ * request, a deadline; and slices. Design: vtime.bpf.c.
  */
 #ifndef __SCX_LINGER_VTIME_BPF_H
 #define __SCX_LINGER_VTIME_BPF_H
@@ -19,6 +19,11 @@ struct vtime_task {
 	u32	vtier;
 	/* The LLC whose clock it is measured against (llc.bpf.c). */
 	u32	llc;
+	/* ns run since it last woke, and the running average per wake-up. */
+	u64	burst;
+	u64	avg_burst;
+	/* Its request in vtime: what its key (dsq_vtime) is ahead of its vtime. */
+	u64	req;
 };
 
 /* The slice a task of @tier runs. */
@@ -28,12 +33,17 @@ u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx,
 		     u32 tier, u32 llc);
 /* @slice, cut short for a task lighter than the default weight. */
 u64 weighted_slice(struct task_struct *p, struct task_ctx *tctx, u64 slice);
-/* The vtime @p will have once charged for running @ran ns. */
+/* The key @p will have once charged for running @ran ns. */
 u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx, u64 ran,
 		  bool refresh);
-/* Does a primary waiting on any LLC come before @vtime on @cpu's LLC? */
+/* A slice ends: charge @p's key for @ran ns and renew its request. */
+void vtime_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran,
+		  bool refresh);
+/* What @tctx's task asks to run per wake-up, in ns (pure.h: request_ns()). */
+u64 task_request(const struct task_ctx *tctx);
+/* Does a primary waiting on any LLC come before key @vtime on @cpu's LLC? */
 bool primary_waits_before(s32 cpu, u64 vtime);
-/* runnable(): a waking task banks at most one slice over its tier. */
+/* runnable(): a new request, and a waking task banks at most one slice. */
 void vtime_wake(struct task_struct *p, struct task_ctx *tctx, u32 tier);
 /* running() on @cpu: the tier's clock there follows what starts running
  * (@slotted: a member of a gang with a slot, which it does not follow). */

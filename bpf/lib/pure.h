@@ -4,7 +4,8 @@
  * histogram bucket rule, where a gang rotation stands at a clock time,
  * where admission starts in a cycle, which gangs admission lets run, in
  * which LLC each admitted gang's members are placed, where a task
- * arriving at a tier's queue starts, and gang relief's budget.
+ * arriving at a tier's queue starts, a task's request and deadline, and
+ * gang relief's budget.
  *
  * It compiles both as BPF (included by the units that use it) and for
  * the host (pure_host.c), so that the agent's unit tests run these very
@@ -284,6 +285,51 @@ static inline u64 arrival_vtime(u64 clock, u64 slice, bool queued, u64 head)
 	if (queued && (s64)(head - floor) < 0)
 		return head;
 	return floor;
+}
+
+/*
+ * The shortest request: what a task that wakes for microseconds still
+ * asks for. EEVDF's own request is its base slice (0.75 ms times a
+ * factor that grows with the CPUs), never a task's observed burst, and
+ * for the same reason: two tasks that both run for microseconds would
+ * otherwise preempt each other each time the running one passed its
+ * few microseconds, and tasks that talk through pipes or sockets
+ * (hackbench) would switch at every message. Above it, requests still
+ * tell a short sleeper from a CPU-bound task (1 ms against a 20 ms slice).
+ */
+#define MIN_REQUEST_NS	(1000 * 1000ULL)
+
+/*
+ * A task's request (vtime.bpf.c): what it asks to run before it sleeps
+ * again, in ns of CPU: the larger of its average run per wake-up
+ * (@avg_burst) and its run since it last woke (@burst), within
+ * [MIN_REQUEST_NS, its tier's @slice]. A task that sleeps most of its
+ * time asks for little; a CPU-bound one asks for the whole slice.
+ */
+static inline u64 request_ns(u64 avg_burst, u64 burst, u64 slice)
+{
+	u64 req = avg_burst > burst ? avg_burst : burst;
+
+	if (req < MIN_REQUEST_NS)
+		req = MIN_REQUEST_NS;
+	return req < slice ? req : slice;
+}
+
+/*
+ * The deadline of a task running since it started with queue key @key
+ * (its vtime plus its request in vtime) and request @req ns, @ran ns
+ * into that run, at @weight (100: the default). EEVDF's rule: the
+ * deadline holds until the request is used up; from then on the task is
+ * on a new request, and its deadline is its vtime now plus the request,
+ * which is @key advanced by what it ran. So a CPU-bound task keeps its
+ * deadline for its whole slice and a short sleeper that runs long loses
+ * its early one as it runs.
+ */
+static inline u64 running_deadline(u64 key, u64 req, u64 ran, u64 weight)
+{
+	if (ran < req)
+		return key;
+	return key + ran * 100 / (weight ? weight : 1);
 }
 
 /*

@@ -51,6 +51,16 @@ void linger_pure_gang_homes(const struct linger_gang_table *t, const s64 *runnab
 	gang_homes(t, admitted, nr_llcs, llc_cpus, homes);
 }
 
+u64 linger_pure_request_ns(u64 avg_burst, u64 burst, u64 slice)
+{
+	return request_ns(avg_burst, burst, slice);
+}
+
+u64 linger_pure_running_deadline(u64 key, u64 req, u64 ran, u64 weight)
+{
+	return running_deadline(key, req, ran, weight);
+}
+
 u64 linger_pure_arrival_vtime(u64 clock, u64 slice, bool queued, u64 head)
 {
 	return arrival_vtime(clock, slice, queued, head);

@@ -2,9 +2,9 @@
 //! The BPF side's pure arithmetic (bpf/lib/pure.h), compiled for the host
 //! by build.rs, for unit tests: the histogram bucket rule, a rotation's
 //! position at a clock time, admission's starting gang, admission itself,
-//! gang homes, where a task arriving at a queue starts and gang relief's
-//! budget are tested as the BPF program computes them, not as a Rust copy
-//! would.
+//! gang homes, where a task arriving at a queue starts, a task's request
+//! and deadline, and gang relief's budget are tested as the BPF program
+//! computes them, not as a Rust copy would.
 
 use super::intf::{
     linger_consts_LINGER_MAX_GANGS, linger_consts_LINGER_MAX_LLCS, linger_gang_table,
@@ -36,6 +36,8 @@ extern "C" {
         homes: *mut u32,
     );
     fn linger_pure_arrival_vtime(clock: u64, slice: u64, queued: bool, head: u64) -> u64;
+    fn linger_pure_request_ns(avg_burst: u64, burst: u64, slice: u64) -> u64;
+    fn linger_pure_running_deadline(key: u64, req: u64, ran: u64, weight: u64) -> u64;
     fn linger_pure_relief_budget(clock: u64, now: u64, period: u64, slice: u64) -> u64;
     fn linger_pure_relief_claim(clock: u64, now: u64, grant: u64, period: u64, slice: u64) -> u64;
 }
@@ -112,6 +114,18 @@ pub fn arrival_vtime(clock: u64, slice: u64, head: Option<u64>) -> u64 {
     unsafe { linger_pure_arrival_vtime(clock, slice, head.is_some(), head.unwrap_or(0)) }
 }
 
+/// request_ns(): what a task asks to run per wake-up, for its deadline.
+pub fn request_ns(avg_burst: u64, burst: u64, slice: u64) -> u64 {
+    // SAFETY: a pure function of its arguments.
+    unsafe { linger_pure_request_ns(avg_burst, burst, slice) }
+}
+
+/// running_deadline(): a running task's deadline `ran` ns into its run.
+pub fn running_deadline(key: u64, req: u64, ran: u64, weight: u64) -> u64 {
+    // SAFETY: a pure function of its arguments.
+    unsafe { linger_pure_running_deadline(key, req, ran, weight) }
+}
+
 /// relief_budget(): what ordinary work may run in gang slots at `now`,
 /// with relief's budget clock at `clock`.
 pub fn relief_budget(clock: u64, now: u64, period: u64, slice: u64) -> u64 {
@@ -127,7 +141,7 @@ pub fn relief_claim(clock: u64, now: u64, grant: u64, period: u64, slice: u64) -
 
 #[cfg(test)]
 mod tests {
-    use super::{arrival_vtime, relief_budget, relief_claim};
+    use super::{arrival_vtime, relief_budget, relief_claim, request_ns, running_deadline};
 
     const PERIOD: u64 = 40_000_000;
     const TURN: u64 = 2_000_000;
@@ -172,6 +186,42 @@ mod tests {
     }
 
     const SLICE: u64 = 20_000_000;
+
+    #[test]
+    fn a_request_is_the_usual_run_per_wake_up_within_a_slice() {
+        // A short sleeper asks for its usual run, or for what it has run
+        // since it woke if that is longer, but never less than 1 ms.
+        assert_eq!(request_ns(50_000, 0, SLICE), 1_000_000);
+        assert_eq!(request_ns(1_500_000, 0, SLICE), 1_500_000);
+        assert_eq!(request_ns(50_000, 3_000_000, SLICE), 3_000_000);
+        // A slice shorter than that caps it.
+        assert_eq!(request_ns(0, 0, 500_000), 500_000);
+        // A CPU-bound task asks for the whole slice, never more.
+        assert_eq!(request_ns(90_000_000, 0, SLICE), SLICE);
+        assert_eq!(request_ns(0, 5 * SLICE, SLICE), SLICE);
+    }
+
+    #[test]
+    fn a_running_deadline_holds_until_the_request_is_used_up() {
+        let key = 1_000_000_000u64;
+        // A CPU-bound task keeps its deadline for its whole slice.
+        assert_eq!(running_deadline(key, SLICE, 0, 100), key);
+        assert_eq!(running_deadline(key, SLICE, SLICE - 1, 100), key);
+        // Then it is on a new request: its vtime now plus the request.
+        assert_eq!(running_deadline(key, SLICE, SLICE, 100), key + SLICE);
+        // A short sleeper that runs long loses its early deadline as it runs,
+        // faster at a lighter weight.
+        assert_eq!(
+            running_deadline(key, 50_000, 2_000_000, 100),
+            key + 2_000_000
+        );
+        assert_eq!(
+            running_deadline(key, 50_000, 2_000_000, 50),
+            key + 4_000_000
+        );
+        // A weight of 0 (never written) counts as 1, not a division by zero.
+        assert_eq!(running_deadline(key, 0, 1, 0), key + 100);
+    }
 
     #[test]
     fn an_arrival_starts_a_slice_behind_the_clock_when_nothing_waits_further_back() {

@@ -35,7 +35,7 @@ const NAMES: [(linger_stat, &str); NR_STATS] = [
     (linger_stat_LINGER_STAT_GANG_RELIEF, "gang_relief"),
     (linger_stat_LINGER_STAT_AGE_RESCUE, "age_rescue"),
     (linger_stat_LINGER_STAT_WAKE_PREEMPT, "wake_preempt"),
-    (linger_stat_LINGER_STAT_WAKE_DEFER, "wake_defer"),
+    (linger_stat_LINGER_STAT_QUEUE_PREEMPT, "queue_preempt"),
     (linger_stat_LINGER_STAT_SMT_KICK, "smt_kick"),
     (linger_stat_LINGER_STAT_SMT_DECLINE, "smt_decline"),
     (linger_stat_LINGER_STAT_GANG_HOME_SWAP, "gang_home_swap"),
