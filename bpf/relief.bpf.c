@@ -42,13 +42,13 @@ static u64 relief_clock;
 
 /*
  * What a turn for @tctx's task should hold: its usual run (the larger of
- * its average run per wake-up and its run since it last woke: its
- * request, vtime.bpf.c), within [RELIEF_MIN_SLICE_NS, one turn].
+ * its average run per wake-up and its run since it last woke,
+ * vtime.bpf.c), within [RELIEF_MIN_SLICE_NS, one turn].
  * A CPU-bound task needs a whole turn, so it waits for one.
  */
 static u64 relief_need(const struct task_ctx *tctx)
 {
-	u64 need = task_request(tctx);
+	u64 need = task_usual_run(tctx);
 
 	if (need < RELIEF_MIN_SLICE_NS)
 		need = RELIEF_MIN_SLICE_NS;

@@ -172,10 +172,16 @@ __hidden u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
 	return p->scx.dsq_vtime + ran * 100 / task_weight(p, tctx, refresh);
 }
 
-__hidden u64 task_request(const struct task_ctx *tctx)
+__hidden u64 task_usual_run(const struct task_ctx *tctx)
 {
 	return tctx->vt.avg_burst > tctx->vt.burst ? tctx->vt.avg_burst :
 						    tctx->vt.burst;
+}
+
+__hidden u64 task_request_ns(const struct task_ctx *tctx)
+{
+	return request_ns(tctx->vt.avg_burst, tctx->vt.burst,
+			  tier_slice(tctx->cls.tier));
 }
 
 /*
@@ -185,8 +191,7 @@ __hidden u64 task_request(const struct task_ctx *tctx)
 static void renew_request(struct task_struct *p, struct task_ctx *tctx,
 			  u64 weight)
 {
-	u64 req = request_ns(tctx->vt.avg_burst, tctx->vt.burst,
-			     tier_slice(tctx->cls.tier)) * 100 / (weight ?: 1);
+	u64 req = task_request_ns(tctx) * 100 / (weight ?: 1);
 
 	p->scx.dsq_vtime += req - tctx->vt.req;
 	tctx->vt.req = req;

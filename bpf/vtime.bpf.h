@@ -39,8 +39,10 @@ u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx, u64 ran,
 /* A slice ends: charge @p's key for @ran ns and renew its request. */
 void vtime_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran,
 		  bool refresh);
-/* What @tctx's task asks to run per wake-up, in ns (pure.h: request_ns()). */
-u64 task_request(const struct task_ctx *tctx);
+/* @tctx's task's usual run: the larger of its average and current burst. */
+u64 task_usual_run(const struct task_ctx *tctx);
+/* Its request, ns: its usual run within its bounds (pure.h: request_ns()). */
+u64 task_request_ns(const struct task_ctx *tctx);
 /* Does a primary waiting on any LLC come before key @vtime on @cpu's LLC? */
 bool primary_waits_before(s32 cpu, u64 vtime);
 /* runnable(): a new request, and a waking task banks at most one slice. */

@@ -12,12 +12,13 @@
  * deadline comes before the running primary's takes its CPU. The running
  * task's deadline is its key as it started until it has run its request,
  * and from then on moves with what it runs (pure.h: running_deadline()).
- * A task that sleeps most of its time wakes with a small request and a
- * deadline up to a slice ahead of the CPU-bound tasks' (it banks at most
+ * Until then it is also protected from tasks asking for as much as it
+ * does (comes_first()): a task that sleeps most of its time asks for
+ * little and wakes with a deadline up to a slice ahead (it banks at most
  * a slice, vtime_wake()), so it gets in at once; CPU-bound tasks ask for
- * whole slices and never preempt one another; a short sleeper that runs
- * long loses its early deadline as it runs. What a task runs, its vtime
- * is charged, so shares still follow the weights.
+ * whole slices and never cut one another's short; a short sleeper that
+ * runs long loses its early deadline as it runs. What a task runs, its
+ * vtime is charged, so shares still follow the weights.
  *
  * It is applied at three moments, and only there:
  *  - As a primary wakes and finds no idle CPU (enqueue()): against the
@@ -25,25 +26,19 @@
  *    lookup however many CPUs the node has. It goes straight to that
  *    CPU's local DSQ with SCX_ENQ_PREEMPT, which ends the running task's
  *    slice there and then: no trip through the shared queue and no kick.
- *  - As a slice of an ordinary primary begins (running(), or dispatch()
- *    keeps it): against the head of its LLC's primary queue. dispatch()
- *    took the smallest key, so the head comes first only if the starting
- *    task came past the queue (an idle CPU or a guest's CPU was handed
- *    it as it woke) or the head arrived since; two primaries woken by one
- *    timer interrupt, the first of which claims a guest's CPU, are the
- *    common case. The CPU is kicked, and dispatch() chooses again.
- *  - At a scheduler tick of a CPU whose ordinary primary has used up its
- *    request (tick()): against the head again. That covers a running
- *    task whose deadline was earlier when it started and has since moved
- *    (a short sleeper that went on running). Ending the slice hands the
- *    choice to dispatch(). Before its request is used up the running
- *    task goes on, as under EEVDF, which re-schedules at a tick only
- *    then: a task woken since, with a slice of sleeper's credit
- *    (vtime_wake()), would otherwise take every CPU at the next tick
- *    from whatever runs, and tasks that talk through pipes (hackbench)
- *    would switch at every tick instead of every few messages. The
- *    wait this leaves a short sleeper is a tick at most past the
- *    running task's request (4 ms at HZ=250).
+ *  - As a slice begins for a primary handed a guest's CPU past the queue
+ *    (select_cpu()): against the head of its LLC's primary queue. Two
+ *    primaries woken by one timer interrupt, the first of which claims a
+ *    guest's CPU, are the common case: the second finds no CPU to take
+ *    and queues. The CPU is kicked, and dispatch() chooses again. Any
+ *    other start came from dispatch(), which took the smallest key.
+ *  - At every scheduler tick of a CPU running an ordinary primary
+ *    (tick()): against the head again. That covers a waker whose own CPU
+ *    ran a task it could not preempt while another CPU runs one it can,
+ *    and a running task that has used up its request since (a short
+ *    sleeper that went on running). Ending the slice hands the choice to
+ *    dispatch(). The wait this leaves is a tick at most (4 ms at
+ *    HZ=250), EEVDF's own granularity without HRTICK.
  *
  * Not on a wake-up with SCX_WAKE_SYNC: the waker's word that it is about
  * to sleep itself (a pipe or socket write), so the woken task gets the
@@ -96,9 +91,21 @@ static u64 ran_so_far(const struct wakeup_cpu *wc)
 	return time_before(wc->started, now) ? now - wc->started : 0;
 }
 
-/* Does key @key come before the deadline of the primary running as @wc? */
-static bool comes_first(u64 key, const struct wakeup_cpu *wc, u64 ran)
+/*
+ * Does a task with key @key and request @req ns come before the primary
+ * running as @wc, @ran ns into its slice? By deadline; but until it has
+ * used up its request the running task goes on, except for a task that
+ * asks for less: EEVDF's RUN_TO_PARITY and PREEMPT_SHORT. So tasks
+ * asking for as much (two compute jobs) never cut each other's runs
+ * short, however much credit the waker banked while it slept, and
+ * tasks that talk through pipes or sockets switch every few messages
+ * rather than at each.
+ */
+static bool comes_first(u64 key, u64 req, const struct wakeup_cpu *wc,
+			u64 ran)
 {
+	if (ran < wc->req && req >= wc->req)
+		return false;
 	return time_before(key, running_deadline(wc->key, wc->req, ran,
 						 wc->weight));
 }
@@ -115,11 +122,11 @@ static bool head_comes_first(s32 cpu, const struct wakeup_cpu *wc, u64 ran)
 
 	q = __COMPAT_scx_bpf_dsq_peek(tier_dsq(LINGER_TIER_PRIMARY,
 					       cpu_llc_of(cpu)));
-	if (!q || !bpf_cpumask_test_cpu(cpu, q->cpus_ptr) ||
-	    !comes_first(q->scx.dsq_vtime, wc, ran))
+	if (!q || !bpf_cpumask_test_cpu(cpu, q->cpus_ptr))
 		return false;
 	qctx = lookup_task_ctx(q);
-	return qctx && !qctx->wk.sync_wake;
+	return qctx && !qctx->wk.sync_wake &&
+	       comes_first(q->scx.dsq_vtime, task_request_ns(qctx), wc, ran);
 }
 
 __hidden void wakeup_note_start(struct task_struct *p, struct task_ctx *tctx,
@@ -147,8 +154,7 @@ __hidden void wakeup_note_start(struct task_struct *p, struct task_ctx *tctx,
 		return;
 	}
 	wc->key = p->scx.dsq_vtime;
-	wc->req = request_ns(tctx->vt.avg_burst, tctx->vt.burst,
-			     tier_slice(LINGER_TIER_PRIMARY));
+	wc->req = task_request_ns(tctx);
 	wc->weight = task_weight(p, tctx, false) ?: 1;
 	wc->started = scx_bpf_now() ?: 1;
 	if (!tctx->wk.jumped)
@@ -183,7 +189,8 @@ __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)
 		return false;
 	wc = bpf_map_lookup_percpu_elem(&wakeup_cpus, &zero, cpu);
 	if (!wc || !wc->started ||
-	    !comes_first(p->scx.dsq_vtime, wc, ran_so_far(wc)))
+	    !comes_first(p->scx.dsq_vtime, task_request_ns(tctx), wc,
+			 ran_so_far(wc)))
 		return false;
 	stat_inc(LINGER_STAT_WAKE_PREEMPT);
 	return true;
@@ -193,13 +200,9 @@ __hidden void wakeup_tick(struct task_struct *p, s32 cpu)
 {
 	u32 zero = 0;
 	struct wakeup_cpu *wc = bpf_map_lookup_elem(&wakeup_cpus, &zero);
-	u64 ran;
 
-	if (!wake_preempt || !wc || !wc->started)
-		return;
-	/* Until its request is used up, the running task goes on (EEVDF). */
-	ran = ran_so_far(wc);
-	if (ran < wc->req || !head_comes_first(cpu, wc, ran))
+	if (!wake_preempt || !wc || !wc->started ||
+	    !head_comes_first(cpu, wc, ran_so_far(wc)))
 		return;
 	stat_inc(LINGER_STAT_QUEUE_PREEMPT);
 	p->scx.slice = 0;
