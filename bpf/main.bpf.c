@@ -124,17 +124,17 @@ UEI_DEFINE(uei);
  * (stopping()) or when dispatch() keeps it for another (keep_running(),
  * with no stopping()/running() pair in between); a slice begins at
  * running() or there. What a run as a whole means (its run delay, the
- * wait clock, the wake-up rule's notes, the gang slot's member count)
- * stays with running() and stopping().
+ * wait clock, the gang slot's member count) stays with running() and
+ * stopping().
  */
 
 /*
  * The slice is over: charge @ran ns, the kernel's own charge
- * (account.bpf.c), to the task's vtime, its cgroups' cpu.max budgets and
- * its gang (or the slot's back-fill), and to relief's budget if it ran a
- * relief turn. @refresh: read its cgroup weight
- * afresh (at a stop; a kept task's weight is the one it ran with). A
- * global function, verified once rather than at each call.
+ * (account.bpf.c), to the task's vtime (and renew its request), its
+ * cgroups' cpu.max budgets and its gang (or the slot's back-fill), and to
+ * relief's budget if it ran a relief turn. @refresh: read its cgroup
+ * weight afresh (at a stop; a kept task's weight is the one it ran
+ * with). A global function, verified once rather than at each call.
  */
 __hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
 			   u64 ran, u64 now, bool refresh)
@@ -150,7 +150,8 @@ __hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
  * longer than its cgroups' cpu.max leaves it; the CPU's marks for the
  * preemption and SMT rules; and the tier clock follows its vtime
  * (vtime.bpf.c), a kept task's too, else a task kept for seconds would
- * leave the clock behind and every newcomer that far ahead of it.
+ * leave the clock behind and every newcomer that far ahead of it; and
+ * what the preemption rule compares wakers with (wakeup.bpf.c).
  * @granted: a guard grant, which no primary may preempt.
  */
 __hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
@@ -671,9 +672,9 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 /*
  * tick: a scheduler tick on the CPU running @p (every 1/HZ s while it
  * runs). Setting its slice to 0 here makes the kernel reschedule the CPU
- * at once, and dispatch() choose again. The one moment, besides a
- * wake-up, when a primary queued with an earlier deadline takes the CPU
- * from the primary running (wakeup.bpf.c).
+ * at once, and dispatch() choose again. With a wake-up and a slice's
+ * start, one of the three moments when a primary with an earlier
+ * deadline takes the CPU from the primary running (wakeup.bpf.c).
  */
 void BPF_STRUCT_OPS(linger_tick, struct task_struct *p)
 {
