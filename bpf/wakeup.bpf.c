@@ -122,7 +122,14 @@ static bool head_comes_first(s32 cpu, const struct wakeup_cpu *wc, u64 ran)
 
 	q = __COMPAT_scx_bpf_dsq_peek(tier_dsq(LINGER_TIER_PRIMARY,
 					       cpu_llc_of(cpu)));
-	if (!q || !bpf_cpumask_test_cpu(cpu, q->cpus_ptr))
+	/*
+	 * The deadlines first: on most ticks they settle it, and the head's
+	 * task storage and cpumask are read only when they do not.
+	 */
+	if (!q || !time_before(q->scx.dsq_vtime,
+			       running_deadline(wc->key, wc->req, ran,
+						wc->weight)) ||
+	    !bpf_cpumask_test_cpu(cpu, q->cpus_ptr))
 		return false;
 	qctx = lookup_task_ctx(q);
 	return qctx && !qctx->wk.sync_wake &&
