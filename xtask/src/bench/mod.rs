@@ -101,7 +101,8 @@ pub struct BenchArgs {
     /// Profile a primary's wake-up instead (bench/profile.sh): guest
     /// kernel instructions per function, counted by a QEMU plugin
     /// (bench/profile/insn_profile.c), under EEVDF and scx_linger beside
-    /// duty primaries, alone and beside guests; one icount boot, 1 vCPU.
+    /// duty primaries, alone and beside guests, and under scx_bpfland
+    /// alone; one icount boot, 1 vCPU.
     #[arg(long)]
     pub profile: bool,
 }

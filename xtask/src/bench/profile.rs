@@ -21,12 +21,22 @@ use crate::progress::step;
 
 /// The windows bench/profile.sh opens: (case, what it is). The first is
 /// the baseline every ratio is against.
-const CASES: [(&str, &str); 4] = [
+const CASES: [(&str, &str); 5] = [
     ("eevdf", "duty primaries, EEVDF (baseline)"),
     ("eevdf_guests", "duty primaries + SCHED_IDLE guests, EEVDF"),
     ("linger", "duty primaries, scx_linger"),
     ("linger_guests", "duty primaries + guests, scx_linger"),
+    ("bpfland", "duty primaries, scx_bpfland 1.1.4"),
 ];
+
+/// The kallsyms that names each window's BPF programs (taken while its
+/// scheduler was loaded; EEVDF's windows run none).
+fn kallsyms_of(case: &str) -> &'static str {
+    match case {
+        "bpfland" => "kallsyms.bpfland",
+        _ => "kallsyms",
+    }
+}
 
 /// How many of the functions that run only under sched_ext to list.
 const TOP: usize = 30;
@@ -154,10 +164,11 @@ fn report(header: &str, windows: &BTreeMap<&str, Window>) -> String {
             ))
         ));
     }
-    let (Some(eevdf), Some(linger), Some(guests)) = (
+    let (Some(eevdf), Some(linger), Some(guests), Some(bpfland)) = (
         windows.get("eevdf"),
         windows.get("linger"),
         windows.get("linger_guests"),
+        windows.get("bpfland"),
     ) else {
         return out;
     };
@@ -166,6 +177,7 @@ fn report(header: &str, windows: &BTreeMap<&str, Window>) -> String {
         .funcs
         .keys()
         .chain(guests.funcs.keys())
+        .chain(bpfland.funcs.keys())
         .filter(|f| eevdf.per_wakeup(f) == 0.0)
         .collect();
     only.sort();
@@ -179,17 +191,20 @@ fn report(header: &str, windows: &BTreeMap<&str, Window>) -> String {
     };
     let is_prog = |f: &str| f.starts_with("bpf_prog_");
     out.push_str(&format!(
-        "\n### What runs only under sched_ext, per wake-up\n\nAll of it: {:.0} instructions without guests, {:.0} beside guests; of which scx_linger's own BPF programs (`bpf_prog_*`, one row per BPF function) {:.0} and {:.0}. The rest is the sched_ext core and the BPF runtime it calls into (helpers, kfuncs, trampolines). EEVDF's fair-class work, which sched_ext replaces, is what the first table's difference nets it against.\n\n| function | duty primaries | + guests |\n|---|---|---|\n",
+        "\n### What runs only under sched_ext, per wake-up\n\nAll of it: {:.0} instructions without guests, {:.0} beside guests; of which scx_linger's own BPF programs (`bpf_prog_*`, one row per BPF function) {:.0} and {:.0}. Under scx_bpfland, on the same node without guests: {:.0}, of which its BPF programs {:.0}. The rest is the sched_ext core and the BPF runtime it calls into (helpers, kfuncs, trampolines). EEVDF's fair-class work, which sched_ext replaces, is what the first table's difference nets it against.\n\n| function | scx_linger, duty primaries | + guests | scx_bpfland, duty primaries |\n|---|---|---|---|\n",
         sum(linger, &|_| true),
         sum(guests, &|_| true),
         sum(linger, &is_prog),
         sum(guests, &is_prog),
+        sum(bpfland, &|_| true),
+        sum(bpfland, &is_prog),
     ));
     for f in only.iter().take(TOP) {
         out.push_str(&format!(
-            "| `{f}` | {:.0} | {:.0} |\n",
+            "| `{f}` | {:.0} | {:.0} | {:.0} |\n",
             linger.per_wakeup(f),
-            guests.per_wakeup(f)
+            guests.per_wakeup(f),
+            bpfland.per_wakeup(f)
         ));
     }
     out
@@ -207,7 +222,7 @@ fn read_window(dir: &Path, case: &str, syms: &Symbols) -> Option<Window> {
 
 pub fn run(loops: u32, env: &[(String, String)]) -> Result<()> {
     let so = build_plugin()?;
-    step("profiling a primary's wake-up (one icount boot, about 2 minutes)");
+    step("profiling a primary's wake-up (one icount boot, about 3 minutes)");
     let plugin = format!("{},dir={{results}}", so.display());
     let (raw, dir) = run_script_with(
         "profile.sh",
@@ -218,10 +233,21 @@ pub fn run(loops: u32, env: &[(String, String)]) -> Result<()> {
         Some(plugin),
         None,
     )?;
-    let syms = Symbols::parse(&std::fs::read_to_string(dir.join("kallsyms"))?);
+    let mut syms: HashMap<&str, Symbols> = HashMap::new();
+    for (case, _) in CASES {
+        let file = kallsyms_of(case);
+        if !syms.contains_key(file) {
+            let text = std::fs::read_to_string(dir.join(file))
+                .with_context(|| format!("reading {file} in {}", dir.display()))?;
+            syms.insert(file, Symbols::parse(&text));
+        }
+    }
     let windows: BTreeMap<&str, Window> = CASES
         .iter()
-        .filter_map(|(case, _)| Some((*case, read_window(&dir, case, &syms)?)))
+        .filter_map(|(case, _)| {
+            let w = read_window(&dir, case, &syms[kallsyms_of(case)])?;
+            Some((*case, w))
+        })
         .collect();
     if windows.len() != CASES.len() {
         bail!(
