@@ -76,25 +76,18 @@ __hidden u64 tier_slice(u32 tier)
 
 /*
  * Where a task arriving at @tier's queue on @llc stands, with a request
- * of @req in vtime: its vtime one slice behind the tier's clock, but its
+ * of @req in vtime: its vtime @credit behind the tier's clock, but its
  * key never behind the queue's head (pure.h: arrival_vtime() says why).
- * Waking tasks are raised to it (they bank at most one slice), and new
- * tasks and tasks whose tier changed start on it.
- *
- * New tasks must not start *on* the clock instead. The clock is the
- * largest vtime that started running, and it only moves when a task
- * passes it; tasks that wake often and run briefly are placed a slice
- * behind it and climb back only by what they run. So a newcomer placed
- * on the clock waits behind every such waker until each has run a whole
- * slice's worth: among many of them, for seconds. Nothing that arrives
- * later can queue before it.
+ * Waking tasks are raised to it with a slice of credit (they bank at
+ * most one slice), tasks whose tier changed start on it likewise, and
+ * new tasks start on it with none (vtime_enable() says why).
  */
-static u64 tier_floor(u32 tier, u32 llc, u64 req)
+static u64 tier_floor(u32 tier, u32 llc, u64 req, u64 credit)
 {
 	struct task_struct *head;
 
 	head = __COMPAT_scx_bpf_dsq_peek(tier_dsq(tier, llc));
-	return arrival_vtime(*tier_clock(tier, llc) + req, tier_slice(tier), head,
+	return arrival_vtime(*tier_clock(tier, llc) + req, credit, head,
 			     head ? head->scx.dsq_vtime : 0);
 }
 
@@ -119,7 +112,7 @@ __hidden u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx
 	if (!tctx)
 		return vtime;
 	if (tctx->vt.vtier != tier)
-		vtime = tier_floor(tier, llc, tctx->vt.req);
+		vtime = tier_floor(tier, llc, tctx->vt.req, tier_slice(tier));
 	else
 		vtime = rebased(vtime, tier, tctx->vt.llc, llc);
 	tctx->vt.vtier = tier;
@@ -247,7 +240,7 @@ __hidden void vtime_wake(struct task_struct *p, struct task_ctx *tctx, u32 tier)
 	tctx->vt.avg_burst = (tctx->vt.avg_burst * 3 + tctx->vt.burst) / 4;
 	tctx->vt.burst = 0;
 	renew_request(p, tctx, task_weight(p, tctx, false));
-	floor = tier_floor(tier, tctx->vt.llc, tctx->vt.req);
+	floor = tier_floor(tier, tctx->vt.llc, tctx->vt.req, tier_slice(tier));
 	if (time_before(p->scx.dsq_vtime, floor))
 		p->scx.dsq_vtime = floor;
 }
@@ -293,11 +286,22 @@ __hidden void vtime_enable(struct task_struct *p, struct task_ctx *tctx)
 {
 	u32 llc = cpu_llc_of(scx_bpf_task_cpu(p));
 
-	/* No request yet: it has not run. */
-	p->scx.dsq_vtime = tier_floor(LINGER_TIER_PRIMARY, llc, 0);
+	/*
+	 * A new task starts on the clock with the shortest request, and no
+	 * credit: it has slept through nothing. With a slice of credit, as a
+	 * sleeper gets, every process of a fork burst (a shell pipeline, a
+	 * job's launch) came before a short sleeper that had kept the clock
+	 * itself, each for up to a slice: cyclictest on a quiet node waited
+	 * 29-65 ms behind a `ps | sort | uniq` pipeline. EEVDF places a new
+	 * task at zero lag likewise. Its key is still never behind the
+	 * queue's head, so where wakers queue far behind the clock (gang
+	 * slots held the CPUs, a burst of jobs) it is next in line, not
+	 * behind all of them.
+	 */
+	p->scx.dsq_vtime = tier_floor(LINGER_TIER_PRIMARY, llc, MIN_REQUEST_NS, 0);
 	if (tctx) {
 		tctx->vt.vtier = LINGER_TIER_PRIMARY;
 		tctx->vt.llc = llc;
-		tctx->vt.req = 0;
+		tctx->vt.req = MIN_REQUEST_NS;
 	}
 }
