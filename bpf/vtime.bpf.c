@@ -292,7 +292,7 @@ __hidden void vtime_enable(struct task_struct *p, struct task_ctx *tctx)
 	 * sleeper gets, every process of a fork burst (a shell pipeline, a
 	 * job's launch) came before a short sleeper that had kept the clock
 	 * itself, each for up to a slice: cyclictest on a quiet node waited
-	 * 29-65 ms behind a `ps | sort | uniq` pipeline. EEVDF places a new
+	 * 29-69 ms behind a `ps | sort | uniq` pipeline. EEVDF places a new
 	 * task at zero lag likewise. Its key is still never behind the
 	 * queue's head, so where wakers queue far behind the clock (gang
 	 * slots held the CPUs, a burst of jobs) it is next in line, not
