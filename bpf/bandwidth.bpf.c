@@ -267,8 +267,9 @@ __noinline int bw_charge_to(const struct bw_task *b, u64 ran, u64 now)
 	return 0;
 }
 
-__hidden u64 bw_left(const struct task_struct *p, struct task_ctx *tctx,
-		     u64 now, u64 *until)
+/* A global function: release_held() calls it inside its DSQ walk. */
+__noinline u64 bw_left(const struct task_struct *p __arg_trusted,
+		       struct task_ctx *tctx, u64 now, u64 *until)
 {
 	u64 left, wait = 0;
 

@@ -38,7 +38,7 @@ void bw_note_move(struct task_ctx *tctx);
  * no limit; 0: a cgroup of it used its quota). *@until, if not NULL,
  * gets when it may run again (0 unless it returns 0).
  */
-u64 bw_left(const struct task_struct *p, struct task_ctx *tctx, u64 now,
+u64 bw_left(const struct task_struct *p __arg_trusted, struct task_ctx *tctx, u64 now,
 	    u64 *until);
 /* enqueue(): hold @p back until its next period if it used its quota. */
 bool bw_hold(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags,

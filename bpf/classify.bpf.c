@@ -135,7 +135,12 @@ static bool held_through_own_move(const struct task_struct *p, struct class_task
 	return false;
 }
 
-__hidden u32 task_tier(const struct task_struct *p, struct task_ctx *tctx)
+/*
+ * A global function, verified once: its cgroup walk, inlined, was walked
+ * again at every call, and inside every DSQ walk that classes a task.
+ */
+__noinline u32 task_tier(const struct task_struct *p __arg_trusted,
+			 struct task_ctx *tctx)
 {
 	struct class_task *c;
 	struct cgroup *cgrp;

@@ -45,7 +45,7 @@ static __always_inline bool task_dying(const struct task_struct *p)
  * task is an ordinary primary whatever its class (no gang), its time
  * still its job's.
  */
-u32 task_tier(const struct task_struct *p, struct task_ctx *tctx);
+u32 task_tier(const struct task_struct *p __arg_trusted, struct task_ctx *tctx);
 
 /*
  * @p, the current task, is about to move itself into another cgroup: it

@@ -198,7 +198,7 @@ __hidden void admission_changed(void)
 	__sync_fetch_and_add(&admit_gen, 1);
 }
 
-static u64 gang_admit(u32 tier);
+u64 gang_admit(u32 tier);
 
 /* Each gang's home LLC, or LINGER_NO_HOME; written with admission. */
 static u32 gang_home[LINGER_MAX_GANGS] = {
@@ -210,16 +210,22 @@ __hidden u32 gang_home_of(u32 g)
 	return nr_llcs > 1 ? gang_home[g & (LINGER_MAX_GANGS - 1)] : LINGER_NO_HOME;
 }
 
-/* The homes of @tier's gangs @admitted, as admission changes. */
-static void gang_place_homes(u64 admitted)
+/*
+ * The homes of @tier's gangs @admitted, as admission changes. A global
+ * function, as is gang_admit(): each has its loops, and inlined in
+ * gang_admitted() the second was walked again for every way out of the
+ * first.
+ */
+__noinline int gang_place_homes(u64 admitted)
 {
 	struct linger_gang_table *table;
 
 	if (nr_llcs <= 1 || !admitted)
-		return;
+		return 0;
 	table = lookup_gang_table();
 	if (table)
 		gang_homes(table, admitted, nr_llcs, llc_nr_cpus, gang_home);
+	return 0;
 }
 
 /*
@@ -249,7 +255,7 @@ __hidden s64 gang_runnable(u32 g)
 	return nr > 0 ? nr : 0;
 }
 
-static u64 gang_admit(u32 tier)
+__noinline u64 gang_admit(u32 tier)
 {
 	u64 lead = tier_active(tier), fill = tier_scheduled(tier) & ~lead;
 	struct linger_gang_table *table;

@@ -102,7 +102,7 @@ void gang_note_start(struct task_ctx *tctx, u32 g, u64 now);
 /* gang_run.bpf.c: members on CPUs. */
 u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc);
 void gang_enqueue(struct task_struct *p, struct task_ctx *tctx, u32 gang, u64 enq_flags);
-bool gang_send_home(struct task_struct *p, const struct task_ctx *tctx,
+bool gang_send_home(struct task_struct *p __arg_trusted, const struct task_ctx *tctx,
 		    s32 cpu, u64 now);
 bool gang_swap_enqueue(struct task_struct *p, const struct task_ctx *tctx, u64 enq_flags);
 /* What gang_dispatch() did with the CPU. */

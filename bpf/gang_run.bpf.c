@@ -23,9 +23,9 @@ static bool reservation_held(const struct cpu_gang *cg, u64 now)
 }
 /*
  * The DSQ @p waits in: its gang's while the gang has slots, else its
- * tier's on LLC @llc.
+ * tier's on LLC @llc. A global function: the DSQ walks call it per task.
  */
-__hidden u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc)
+__noinline u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc)
 {
 	u32 gang = sched_gang(tctx);
 
@@ -76,8 +76,12 @@ __noinline bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
 	return cpu_runs_guest(cpu) || evict_primary;
 }
 
-/* Claim @cpu for gang @g and kick it; false if another member got it first. */
-static bool gang_claim(s32 cpu, u32 g, u64 kick)
+/*
+ * Claim @cpu for gang @g and kick it; false if another member got it
+ * first. A function of its own, verified once rather than at each of
+ * gang_make_room()'s looks.
+ */
+__noinline bool gang_claim(s32 cpu, u32 g, u64 kick)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	u64 now = scx_bpf_now();
@@ -182,21 +186,51 @@ static bool swap_mark(struct cpu_gang *cg, u32 gang, s32 to, u64 now)
 }
 
 /*
+ * The gang (a gang ref) whose member on CPU @to, in gang @g's home @home,
+ * could swap with gang @g's member on this CPU (the one dispatch() runs
+ * on and dispatches for): at home here, admitted in @tier, and @to free
+ * of reservations and swaps; else LINGER_GANG_NONE.
+ * A function of its own, verified once: inlined in gang_send_home()'s
+ * walk of the CPUs, 6.12's verifier walked it again for each CPU.
+ */
+__noinline u32 mirror_on(s32 to, u32 g, u32 tier, u32 home, u64 now)
+{
+	u32 llc = cpu_llc_of(bpf_get_smp_processor_id()), mirror;
+	struct cpu_gang *cg;
+
+	if (cpu_llc_of(to) != home)
+		return LINGER_GANG_NONE;
+	cg = lookup_cpu_gang(to);
+	if (!cg || cg->released || reservation_held(cg, now) || swap_live(cg, now))
+		return LINGER_GANG_NONE;
+	mirror = cg->running;
+	if (mirror == LINGER_GANG_NONE || mirror == gang_ref(g) ||
+	    !gang_may_run(tier, gang_of_ref(mirror)) ||
+	    gang_home_of(gang_of_ref(mirror)) != llc)
+		return LINGER_GANG_NONE;
+	return mirror;
+}
+
+/*
  * @p, a member that gang_dispatch() would keep on @cpu: if that is outside
  * its gang's home, mark a swap to a CPU at home. True: @p goes, and
  * dispatch() keeps nothing. Called by dispatch() itself, not from inside
  * gang_dispatch(): one call level less keeps 6.12's verifier within the
  * 512 bytes of stack it allows a whole call chain.
  */
-__hidden bool gang_send_home(struct task_struct *p, const struct task_ctx *tctx,
-			     s32 cpu, u64 now)
+__noinline bool gang_send_home(struct task_struct *p __arg_trusted,
+			       const struct task_ctx *tctx, s32 cpu, u64 now)
 {
-	u32 g = gang_of_ref(sched_gang(tctx)), tier = tctx->cls.tier;
-	u32 home = gang_home_of(g), llc = cpu_llc_of(cpu), mirror;
+	u32 g, tier, home, llc = cpu_llc_of(cpu), mirror;
 	u32 nr_cpus = scx_bpf_nr_cpu_ids();
 	struct cpu_gang *mine, *cg;
 	s32 to;
 
+	if (!tctx)
+		return false;
+	g = gang_of_ref(sched_gang(tctx));
+	tier = tctx->cls.tier;
+	home = gang_home_of(g);
 	if (nr_llcs <= 1 || home == LINGER_NO_HOME || home == llc)
 		return false;
 	mine = lookup_cpu_gang(cpu);
@@ -214,16 +248,13 @@ __hidden bool gang_send_home(struct task_struct *p, const struct task_ctx *tctx,
 	bpf_for(to, 0, nr_cpus) {
 		if (to >= LINGER_MAX_CPUS)
 			break;
-		if (cpu_llc_of(to) != home || !bpf_cpumask_test_cpu(to, p->cpus_ptr))
+		if (!bpf_cpumask_test_cpu(to, p->cpus_ptr))
+			continue;
+		mirror = mirror_on(to, g, tier, home, now);
+		if (mirror == LINGER_GANG_NONE)
 			continue;
 		cg = lookup_cpu_gang(to);
-		if (!cg || cg->released || reservation_held(cg, now) ||
-		    swap_live(cg, now))
-			continue;
-		mirror = cg->running;
-		if (mirror == LINGER_GANG_NONE || mirror == gang_ref(g) ||
-		    !gang_may_run(tier, gang_of_ref(mirror)) ||
-		    gang_home_of(gang_of_ref(mirror)) != llc)
+		if (!cg)
 			continue;
 		if (!swap_mark(mine, gang_ref(g), to, now))
 			return false;

@@ -172,9 +172,10 @@ static u64 age_looked_at[LINGER_NR_TIERS];
  * A rescued guest runs as on a grant (@grant): not preemptible by the
  * primaries it was rescued from, or the primary queue it starts beside
  * would end its slice at once (preempt.bpf.c), and to the back of its
- * queue afterwards. Returns how many tasks @cpu itself got.
+ * queue afterwards. Returns how many tasks @cpu itself got. A global
+ * function, verified once rather than inside each caller's loop.
  */
-static u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget, bool grant)
+__noinline u32 rescue_from(u64 dsq, s32 cpu, u64 now, u32 budget, bool grant)
 {
 	struct task_struct *p;
 	u32 moved = 0;

@@ -8,7 +8,9 @@
  * one concern each; each unit's header declares what it offers the
  * others. Functions that cross units are __hidden: libbpf then verifies
  * them in their caller's context, like static functions, rather than on
- * their own (see "Verifier budget" in README.md). Maps never cross: a
+ * their own; those with a loop, or called inside one, are global
+ * (__noinline) and verified once (see "Verifier budget" in DEVELOPING.md).
+ * Maps never cross: a
  * map is its unit's, and other units reach it through that unit's
  * functions.
  */

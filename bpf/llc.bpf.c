@@ -186,7 +186,8 @@ static bool steal(u32 tier, u32 own, bool near)
 	return false;
 }
 
-__hidden bool tier_move_to_local(u32 tier, s32 cpu)
+/* A global function: dispatch() calls it three times, each with two walks. */
+__noinline bool tier_move_to_local(u32 tier, s32 cpu)
 {
 	u32 own = cpu_llc_of(cpu);
 

@@ -180,9 +180,14 @@ __hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 	wakeup_note_start(p, tctx, cpu);
 }
 
-/* Let @prev, still runnable, run another slice on @cpu. */
-static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
-			 s32 cpu)
+/*
+ * Let @prev, still runnable, run another slice on @cpu. A BPF function of
+ * its own (it returns a scalar, as 6.12 requires of one), not inlined:
+ * dispatch() reaches it from six places, and the verifier would walk an
+ * inlined copy on every path to each of them.
+ */
+__noinline int keep_running(struct task_struct *prev __arg_trusted,
+			    struct task_ctx *tctx, s32 cpu)
 {
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	/* The figures see the slice it ran, before the next one begins. */
@@ -194,6 +199,7 @@ static void keep_running(struct task_struct *prev, struct task_ctx *tctx,
 		tctx->guard.granted = false;
 	start_slice(prev, tctx, cpu, tier_slice(tier), false);
 	stat_inc(LINGER_STAT_KEEP_PREV);
+	return 0;
 }
 
 /*
@@ -214,10 +220,12 @@ static bool may_run_on(struct task_struct *prev, u64 now)
 
 /*
  * The active gangs of @tier take this CPU: a member on it keeps it, or it
- * takes a waiting member. True if dispatch() is done.
+ * takes a waiting member. True if dispatch() is done. A global function,
+ * verified once rather than at each of dispatch()'s three calls.
  */
-static bool dispatch_gang(u32 tier, s32 cpu, struct task_struct *prev,
-			  struct task_ctx *tctx, u64 now)
+__noinline bool dispatch_gang(u32 tier, s32 cpu,
+			      struct task_struct *prev __arg_trusted __arg_nullable,
+			      struct task_ctx *tctx, u64 now)
 {
 	switch (gang_dispatch(tier, cpu, prev, tctx, now)) {
 	case GANG_KEEP_PREV:

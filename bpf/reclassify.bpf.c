@@ -116,14 +116,15 @@ static __always_inline bool move_queued(struct bpf_iter_scx_dsq *it,
  * gang's DSQ (the gang got a slot), or back to its tier's on @llc (its
  * gang lost its slot or label; gang DSQs are the node's, so @llc is
  * then the CPU's doing the sweep). Tier DSQs are ordered by vtime, gang
- * DSQs are FIFO.
+ * DSQs are FIFO. A global function, verified once rather than at each of
+ * reclassify_queued()'s passes over the queues.
  */
-static void reclassify_dsq(u64 from, u32 llc)
+__noinline int reclassify_dsq(u64 from, u32 llc)
 {
 	struct task_struct *p;
 
 	if (!scx_bpf_dsq_nr_queued(from))
-		return;
+		return 0;
 	bpf_for_each(scx_dsq, p, from, 0) {
 		struct task_ctx *tctx = lookup_task_ctx(p);
 		u32 tier = task_tier(p, tctx);
@@ -133,6 +134,7 @@ static void reclassify_dsq(u64 from, u32 llc)
 			continue;
 		move_queued(BPF_FOR_EACH_ITER, p, tctx, tier, to, llc);
 	}
+	return 0;
 }
 
 /*

@@ -52,8 +52,16 @@ static struct llc_clocks vtime_now[LINGER_MAX_LLCS];
 
 static u64 *tier_clock(u32 tier, u32 llc)
 {
-	return &vtime_now[llc < LINGER_MAX_LLCS ? llc : 0]
-			.tier[tier < LINGER_NR_TIERS ? tier : 0];
+	/*
+	 * Out of range is a bug elsewhere; any clock will do then. Masks, not
+	 * comparisons: clang may test a copy of the index and use the
+	 * original, which the verifier then sees unbounded.
+	 */
+	_Static_assert(!(LINGER_MAX_LLCS & (LINGER_MAX_LLCS - 1)) &&
+		       !(LINGER_NR_TIERS & (LINGER_NR_TIERS - 1)),
+		       "tier_clock() masks with these");
+	return &vtime_now[llc & (LINGER_MAX_LLCS - 1)]
+			.tier[tier & (LINGER_NR_TIERS - 1)];
 }
 
 /* @vtime of @tier, measured on LLC @from's clock, measured on @to's. */
@@ -96,10 +104,11 @@ static u64 tier_floor(u32 tier, u32 llc, u64 req, u64 credit)
  * makes weights work. But keys are only comparable within a tier and an
  * LLC, so a task whose tier changed since it last queued starts on its
  * new tier's floor, and one that changed LLC is rebased. (Sleepers are
- * handled in vtime_wake().)
+ * handled in vtime_wake().) A global function: reclassify_dsq() and
+ * release_held() call it inside their DSQ walks.
  */
-__hidden u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx,
-			      u32 tier, u32 llc)
+__noinline u64 task_queue_vtime(const struct task_struct *p __arg_trusted,
+				struct task_ctx *tctx, u32 tier, u32 llc)
 {
 	u64 vtime = p->scx.dsq_vtime;
 

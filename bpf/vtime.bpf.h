@@ -29,7 +29,7 @@ struct vtime_task {
 /* The slice a task of @tier runs. */
 u64 tier_slice(u32 tier);
 /* The vtime @p queues with in @tier's DSQ on LLC @llc. */
-u64 task_queue_vtime(const struct task_struct *p, struct task_ctx *tctx,
+u64 task_queue_vtime(const struct task_struct *p __arg_trusted, struct task_ctx *tctx,
 		     u32 tier, u32 llc);
 /* @slice, cut short for a task lighter than the default weight. */
 u64 weighted_slice(struct task_struct *p, struct task_ctx *tctx, u64 slice);
