@@ -183,8 +183,8 @@ __hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 /*
  * Let @prev, still runnable, run another slice on @cpu. A BPF function of
  * its own (it returns a scalar, as 6.12 requires of one), not inlined:
- * dispatch() reaches it from six places, and the verifier would walk an
- * inlined copy on every path to each of them.
+ * dispatch() calls it in three places and dispatch_gang() in one, and
+ * the verifier would walk an inlined copy on every path to each.
  */
 __noinline int keep_running(struct task_struct *prev __arg_trusted,
 			    struct task_ctx *tctx, s32 cpu)
