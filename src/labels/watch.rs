@@ -122,6 +122,11 @@ impl Watcher {
             }
             if m.contains(AddWatchFlags::IN_IGNORED) {
                 self.dirs.remove(&ev.wd);
+                // A map keeps its capacity: after a burst of cgroups it
+                // would hold the burst's table for the agent's life.
+                if self.dirs.len() * 4 < self.dirs.capacity() && self.dirs.capacity() > 1024 {
+                    self.dirs.shrink_to_fit();
+                }
                 continue;
             }
             let Some(dir) = self.dirs.get(&ev.wd).cloned() else {

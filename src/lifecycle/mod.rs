@@ -5,13 +5,15 @@
 //! decides whether to load it again (restart.rs).
 //!
 //! Owns: the run command's options, the order of start-up (nothing is
-//! loaded before every input has been checked), the run loop's timing and
-//! the restart decision. Everything else is asked of the folders below it:
+//! loaded before every input has been checked), the run loop's timing,
+//! the restart decision and when the agent gives freed memory back
+//! (memory.rs). Everything else is asked of the folders below it:
 //! labels/ says what each cgroup is, gangs/ lays out the slot table,
 //! observe/ turns readings into figures, bpf/ is the kernel side. Nothing
 //! below imports from here.
 mod args;
 mod load_priority;
+mod memory;
 pub mod preflight;
 pub mod restart;
 pub mod session;
@@ -86,6 +88,7 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
     // scheduler is loaded: a bad config changes nothing.
     let mut cfg = Config::load(args.config.as_deref())?;
     let mount = cgroups::cgroup2_mount()?;
+    memory::no_huge_pages();
 
     let (tx, events) = mpsc::channel();
     let mut signals = signal_hook::iterator::Signals::new([

@@ -16,6 +16,7 @@ use sd_notify::NotifyState;
 
 use super::args::RunArgs;
 use super::load_priority::LoadPriority;
+use super::memory::Trim;
 use super::restart::Ending;
 use crate::bpf::program::{CpuLimit, Scheduler, Tunables};
 use crate::gangs::rotation::Rotation;
@@ -270,6 +271,7 @@ pub fn run(
     sched.attach()?;
     drop(priority);
     let mut sampler = Sampler::new();
+    let mut trim = Trim::new();
     println!("scx_linger: scheduler enabled");
     // Ready: every cgroup is labelled and the scheduler runs.
     notify_service_manager(&[NotifyState::Ready, NotifyState::Status("scheduler enabled")]);
@@ -357,6 +359,7 @@ pub fn run(
             check_clock(cfg, &mut clock_said);
             next_clock_check = now + CLOCK_CHECK_EVERY;
         }
+        trim.tick(now);
         if now >= next_rescan {
             dirty = vec![Dirty::All];
             next_apply = Some(now);

@@ -1049,8 +1049,11 @@ fn a_compressed_day_on_a_busy_node() {
     assert!(restarts > 0, "the day ended before the agent was restarted");
     assert!(hotplugs > 0 || n == 1, "the day ended before the hotplug");
     let b = baseline.expect("the burst ran: every event runs before the day ends");
+    // The agent gives its free heap back within a minute (memory.rs);
+    // what a 10,000-cgroup burst leaves beside that is its maps' grown
+    // tables, 2 MiB measured.
     assert!(
-        after.2 <= b.2 + 8192,
+        after.2 <= b.2 + 4096,
         "agent RSS grew from {} KiB to {} KiB over the churn",
         b.2,
         after.2
