@@ -229,7 +229,11 @@ __hidden u64 account_checkpoint(struct task_struct *p, struct task_ctx *tctx,
  * account_checkpoint() does, and the job runs one thread fewer: one
  * lookup of the job's entry for both (every context switch passes here).
  * @runnable: it is still ready to run (preempted, slice over), so it
- * waits from now. Returns the length of the run's last stretch.
+ * waits from now. If not, it is going to sleep: quiescent() comes next
+ * unless it is only moving to another CPU's run queue (then running()
+ * counts it again, account_count_runnable()), so it is uncounted as
+ * runnable here, with the same entry, and quiescent() has nothing left
+ * to look up. Returns the length of the run's last stretch.
  */
 __hidden u64 account_stopping(struct task_struct *p, struct task_ctx *tctx,
 			      bool runnable, u64 now)
@@ -253,6 +257,10 @@ __hidden u64 account_stopping(struct task_struct *p, struct task_ctx *tctx,
 	if (ran)
 		__sync_fetch_and_add(&ja->cpu_ns, ran);
 	__sync_fetch_and_sub(&ja->nr_running, 1);
+	if (!runnable && tctx->acct.runnable_job == job) {
+		tctx->acct.runnable_job = 0;
+		__sync_fetch_and_sub(&ja->nr_runnable, 1);
+	}
 	return ran;
 }
 
