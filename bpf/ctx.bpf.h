@@ -7,8 +7,8 @@
  * read it): which class it is in (classify), its vtime tier (vtime), its
  * cgroup's weight (weight), its accounting (account), its gang
  * bookkeeping (gang), its guard grant (guard), how it was
- * woken (wakeup), its cpu.max-limited cgroups (bandwidth). Storage
- * and lookups: ctx.bpf.c.
+ * woken (wakeup), its cpu.max-limited cgroups (bandwidth). Storage:
+ * ctx.bpf.c; look-ups: below.
  */
 #ifndef __SCX_LINGER_CTX_BPF_H
 #define __SCX_LINGER_CTX_BPF_H
@@ -44,11 +44,45 @@ struct cpu_ctx {
 	bool	relief_pending;	/* the primary being moved here is a relief turn */
 };
 
+/*
+ * The maps behind them, defined here so that the look-ups below are
+ * inlined in every unit: every op looks up both, and a BPF-to-BPF call
+ * costs more than the look-up it wraps (the verifier turns a per-CPU
+ * array look-up into a few instructions). Each unit that includes this
+ * has the same weak definition, and libbpf's linker keeps one. (An
+ * extern declaration would do, but libbpf-cargo's pass over a single
+ * unit binds an extern map to that unit's own .maps section.)
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_ctx);
+} task_ctxs __weak SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, u32);
+	__type(value, struct cpu_ctx);
+	__uint(max_entries, 1);
+} cpu_ctxs __weak SEC(".maps");
+
 /* @p's state; NULL only if init_task() could not create it. */
-struct task_ctx *lookup_task_ctx(const struct task_struct *p);
+static __always_inline struct task_ctx *
+lookup_task_ctx(const struct task_struct *p)
+{
+	return bpf_task_storage_get(&task_ctxs, (struct task_struct *)p, 0, 0);
+}
+
+/* This CPU's state. */
+static __always_inline struct cpu_ctx *lookup_cpu_ctx(void)
+{
+	u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpu_ctxs, &zero);
+}
+
 /* Create @p's state (init_task()); NULL on allocation failure. */
 struct task_ctx *create_task_ctx(struct task_struct *p);
-/* This CPU's state. */
-struct cpu_ctx *lookup_cpu_ctx(void);
 
 #endif /* __SCX_LINGER_CTX_BPF_H */

@@ -75,60 +75,10 @@ struct {
 
 volatile u32 gang_table_idx;
 
-/* Per-gang counters, read by the agent. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, u32);
-	__type(value, struct linger_gang_stats);
-	__uint(max_entries, LINGER_MAX_GANGS);
-} gang_stats SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, u32);
-	__type(value, struct gang_slot);
-	__uint(max_entries, LINGER_MAX_GANGS);
-} gang_slots SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, u32);
-	__type(value, struct cpu_gang);
-	__uint(max_entries, LINGER_MAX_CPUS);
-} cpu_gangs SEC(".maps");
-
 u64 active_primary, active_guest;
 u64 scheduled_primary, scheduled_guest;
 bool gang_open;
 u64 gang_sched_gen;
-
-/* The per-tier masks, by tier (a variable index would need bounds). */
-__hidden u64 tier_active(u32 tier)
-{
-	return tier == LINGER_TIER_GUEST ? active_guest : active_primary;
-}
-
-__hidden u64 tier_scheduled(u32 tier)
-{
-	return tier == LINGER_TIER_GUEST ? scheduled_guest : scheduled_primary;
-}
-
-__hidden struct cpu_gang *lookup_cpu_gang(s32 cpu)
-{
-	u32 key = cpu;
-
-	return bpf_map_lookup_elem(&cpu_gangs, &key);
-}
-
-__hidden struct linger_gang_stats *lookup_gang_stats(u32 g)
-{
-	return bpf_map_lookup_elem(&gang_stats, &g);
-}
-
-__hidden struct gang_slot *lookup_gang_slot(u32 g)
-{
-	return bpf_map_lookup_elem(&gang_slots, &g);
-}
 
 /* The half of the double-buffered table the agent wrote last. */
 __hidden struct linger_gang_table *lookup_gang_table(void)
@@ -246,7 +196,7 @@ __noinline u64 gang_admitted(u32 tier)
 	return mask;
 }
 
-/* Members of gang @g that want a CPU now (never negative). */
+/* Members of gang @g that want a CPU now (never negative; pure.h). */
 __hidden s64 gang_runnable(u32 g)
 {
 	struct linger_gang_stats *st = lookup_gang_stats(g);

@@ -79,13 +79,64 @@ extern volatile u32 gang_table_idx;
 /* Per tier, where filling a slot with other gangs starts (the timer's). */
 extern u32 admit_fill_primary, admit_fill_guest;
 
+/*
+ * The per-gang and per-CPU maps, defined here (weak: each unit has the
+ * same definition and the linker keeps one) so that the look-ups below
+ * are inlined where the hot path makes them, as ctx.bpf.h does.
+ */
+
+/* Per-gang counters, read by the agent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct linger_gang_stats);
+	__uint(max_entries, LINGER_MAX_GANGS);
+} gang_stats __weak SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct gang_slot);
+	__uint(max_entries, LINGER_MAX_GANGS);
+} gang_slots __weak SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, u32);
+	__type(value, struct cpu_gang);
+	__uint(max_entries, LINGER_MAX_CPUS);
+} cpu_gangs __weak SEC(".maps");
+
+/* The per-tier masks, by tier (a variable index would need bounds). */
+static __always_inline u64 tier_active(u32 tier)
+{
+	return tier == LINGER_TIER_GUEST ? active_guest : active_primary;
+}
+
+static __always_inline u64 tier_scheduled(u32 tier)
+{
+	return tier == LINGER_TIER_GUEST ? scheduled_guest : scheduled_primary;
+}
+
+static __always_inline struct cpu_gang *lookup_cpu_gang(s32 cpu)
+{
+	u32 key = cpu;
+
+	return bpf_map_lookup_elem(&cpu_gangs, &key);
+}
+
+static __always_inline struct linger_gang_stats *lookup_gang_stats(u32 g)
+{
+	return bpf_map_lookup_elem(&gang_stats, &g);
+}
+
+static __always_inline struct gang_slot *lookup_gang_slot(u32 g)
+{
+	return bpf_map_lookup_elem(&gang_slots, &g);
+}
+
 /* gang.bpf.c: state and admission. */
-u64 tier_active(u32 tier);
-u64 tier_scheduled(u32 tier);
 u32 sched_gang(const struct task_ctx *tctx);
-struct cpu_gang *lookup_cpu_gang(s32 cpu);
-struct linger_gang_stats *lookup_gang_stats(u32 g);
-struct gang_slot *lookup_gang_slot(u32 g);
 struct linger_gang_table *lookup_gang_table(void);
 void admission_changed(void);
 u64 gang_admitted(u32 tier);
@@ -93,7 +144,6 @@ bool gang_may_run(u32 tier, u32 g);
 /* Gang @g's home LLC (see gang.bpf.c), or LINGER_NO_HOME. */
 u32 gang_home_of(u32 g);
 bool waits_for_slot(const struct task_ctx *tctx);
-s64 gang_runnable(u32 g);
 
 /* gang_clock.bpf.c: the slot clock. */
 s32 gang_timer_init(void);

@@ -44,16 +44,6 @@ const volatile u32 cpu_llc[LINGER_MAX_CPUS];
 /* Each LLC's NUMA node (the kernel's ids), or -1 if unknown. */
 const volatile s32 llc_node[LINGER_MAX_LLCS];
 
-__hidden u32 cpu_llc_of(s32 cpu)
-{
-	u32 llc;
-
-	if (cpu < 0 || cpu >= LINGER_MAX_CPUS)
-		return 0;
-	llc = cpu_llc[cpu];
-	return llc < nr_llcs && llc < LINGER_MAX_LLCS ? llc : 0;
-}
-
 static s32 node_of(u32 llc)
 {
 	/* A 64-bit index: 6.12's verifier bounds only the 32-bit half of

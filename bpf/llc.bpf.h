@@ -20,8 +20,19 @@ static __always_inline u64 tier_dsq(u32 tier, u32 llc)
 	return (u64)llc * LINGER_NR_TIERS + tier;
 }
 
+/* Each CPU's LLC, 0 .. nr_llcs - 1 (llc.bpf.c, from the agent). */
+extern const volatile u32 cpu_llc[LINGER_MAX_CPUS];
+
 /* The LLC (0 .. nr_llcs - 1) whose queues @cpu looks at first. */
-u32 cpu_llc_of(s32 cpu);
+static __always_inline u32 cpu_llc_of(s32 cpu)
+{
+	u32 llc;
+
+	if (cpu < 0 || cpu >= LINGER_MAX_CPUS)
+		return 0;
+	llc = cpu_llc[cpu];
+	return llc < nr_llcs && llc < LINGER_MAX_LLCS ? llc : 0;
+}
 /*
  * init(): every LLC's tier DSQs, each on its LLC's NUMA node, and each
  * LLC's CPUs (llc_nr_cpus, and a cpumask for the idle picks).
