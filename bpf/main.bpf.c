@@ -692,7 +692,8 @@ void BPF_STRUCT_OPS(linger_tick, struct task_struct *p)
 /*
  * quiescent: @p no longer wants a CPU (it sleeps, or it is leaving the
  * scheduler). Paired with runnable(): what runnable() counted, this
- * uncounts.
+ * uncounts (a job's count of a task that slept on a CPU is already gone:
+ * stopping() took it with the job's entry in hand, account.bpf.c).
  */
 void BPF_STRUCT_OPS(linger_quiescent, struct task_struct *p, u64 deq_flags)
 {

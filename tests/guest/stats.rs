@@ -71,9 +71,10 @@ fn stats_json_matches_the_kernels_accounting() {
     let g = job(&live, &format!("/{}", guest.rel)).expect("the guest job is listed");
     assert_eq!(g["class"], "guest");
     assert!(g["threads_runnable"].as_u64().unwrap() >= 2, "{g}");
-    // One thread that sleeps between its 2,000 wake-ups so far: a count
-    // that missed a sleep (stopping() and quiescent() both uncount it)
-    // would have grown with them.
+    // One thread that has slept between each of its 2,000 wake-ups so
+    // far: if a sleep went uncounted (stopping() takes it off the job's
+    // runnable count, quiescent() only where stopping() did not), the
+    // count would have grown with them.
     let s = job(&live, "/t-stats-sleeper").expect("the sleepers' job is listed");
     assert!(s["threads_runnable"].as_u64().unwrap() <= 1, "{s}");
     let harvest = live["machine"]["guest_harvest_now"].as_f64();
