@@ -559,6 +559,23 @@ fn a_compressed_day_on_a_busy_node() {
         churn.tick(&mut rng, most_jobs);
         std::thread::sleep(Duration::from_secs(1));
     }
+    // What the emulator alone does to this node, before any scx_linger
+    // figure: it decides how many vCPUs a day can be run on (see
+    // `cargo xtask soak --help`), so it is in the progress file at once.
+    progress(
+        t0,
+        &format!(
+            "EEVDF: {eevdf_secs} s of the mix; longest waits {:?}; kernel {:?}",
+            waits
+                .lock()
+                .unwrap()
+                .longest
+                .iter()
+                .map(|((_, class), (s, _))| format!("{class} {s:.2} s"))
+                .collect::<Vec<_>>(),
+            kernel_trouble()
+        ),
+    );
     // The exit storm's baseline: how long its threads take to end
     // beside this load with no BPF scheduler (on 16 emulated vCPUs that
     // share one host thread, tens of seconds).
