@@ -50,7 +50,11 @@ fn this_node() -> u32 {
 /// Bring this node's end of the link up as n<N>, and what Slurm needs
 /// on a node without systemd (see slurm.rs).
 fn join_link(n: u32) {
-    sh("modprobe virtio_net");
+    // Debian's kernels build the driver as a module; the LTS kernel
+    // `cargo xtask kernel` builds has it built in.
+    if !std::path::Path::new("/sys/bus/virtio/drivers/virtio_net").exists() {
+        sh("modprobe virtio_net");
+    }
     let iface = fs::read_dir("/sys/class/net")
         .unwrap()
         .filter_map(Result::ok)
