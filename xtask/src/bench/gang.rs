@@ -156,12 +156,12 @@ pub fn run(cpus: u32, repeats: u32, env: &[(String, String)]) -> Result<()> {
     )
 }
 
-/// Rounds of bench/mpi/ring.py and its work per round: about 4 s of ring
-/// alone on 2 vCPUs under multi-threaded TCG, beside about 4 s of
-/// Python's and `MPI_Init`'s start-up, which no policy changes. With
-/// start-up the larger part, as at half these rounds, one slow stretch of
-/// the emulator during it moved a boot's ratios more than the policies
-/// did; real MPI jobs run far longer than they take to start.
+/// Rounds of bench/mpi/ring.py and its work per round: about 3 s of ring
+/// alone on 2 vCPUs under multi-threaded TCG, beside about 3 s of
+/// Python's and `MPI_Init`'s start-up. With start-up the larger part, as
+/// at half these rounds, one slow stretch of the emulator during it moved
+/// a boot's ratios more than the policies did; real MPI jobs run far
+/// longer than they take to start.
 const MPI_ROUNDS: u32 = 6000;
 const MPI_WORK: u32 = 1000;
 /// The targets real MPI gangs are held to, per boot: makespan against
