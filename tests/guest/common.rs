@@ -240,8 +240,16 @@ impl Agent {
     }
 
     /// SIGTERM and wait; returns the exit status and everything it printed.
-    pub fn stop(mut self) -> (ExitStatus, String) {
-        let status = self.signal_and_wait(libc::SIGTERM);
+    pub fn stop(self) -> (ExitStatus, String) {
+        self.stop_within(Duration::from_secs(30))
+    }
+
+    /// SIGTERM, waiting at most `limit` for the exit: on a node whose
+    /// every emulated vCPU is busy, the agent's last stats and the
+    /// kernel's switch of every task back to its own scheduler take
+    /// longer than the 30 s `stop` allows.
+    pub fn stop_within(mut self, limit: Duration) -> (ExitStatus, String) {
+        let status = self.signal_and_wait(libc::SIGTERM, limit);
         (status, self.output())
     }
 
@@ -255,10 +263,10 @@ impl Agent {
 
     /// SIGKILL: the agent gets no chance to clean up.
     pub fn kill9(mut self) -> ExitStatus {
-        self.signal_and_wait(libc::SIGKILL)
+        self.signal_and_wait(libc::SIGKILL, Duration::from_secs(30))
     }
 
-    fn signal_and_wait(&mut self, sig: i32) -> ExitStatus {
+    fn signal_and_wait(&mut self, sig: i32, limit: Duration) -> ExitStatus {
         let mut child = self.child.take().expect("agent already stopped");
         // SAFETY: kill(2) touches no memory of ours. SIGCONT after the
         // signal: a test that stopped the agent and failed must not leave
@@ -267,14 +275,14 @@ impl Agent {
             libc::kill(child.id() as i32, sig);
             libc::kill(child.id() as i32, libc::SIGCONT);
         }
-        let end = Instant::now() + Duration::from_secs(30);
+        let end = Instant::now() + limit;
         loop {
             if let Some(s) = child.try_wait().unwrap() {
                 return s;
             }
             if Instant::now() > end {
                 let _ = child.kill();
-                panic!("scx_linger did not exit within 30 s of signal {sig}");
+                panic!("scx_linger did not exit within {limit:?} of signal {sig}");
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -293,7 +301,7 @@ impl Drop for Agent {
             return;
         }
         if self.child.is_some() {
-            let _ = self.signal_and_wait(libc::SIGTERM);
+            let _ = self.signal_and_wait(libc::SIGTERM, Duration::from_secs(30));
         }
     }
 }
