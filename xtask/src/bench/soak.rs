@@ -23,8 +23,8 @@ use super::timeline::{self, Panel};
 pub struct SoakArgs {
     /// The node's shape (sockets, cores, SMT threads, NUMA nodes). 16
     /// vCPUs by default: at 64 (2s16c2t2n) single-threaded TCG gives
-    /// each busy vCPU a 64th of a host thread, an agent load takes about
-    /// 10 minutes, and the day about two hours.
+    /// each busy vCPU a 64th of a host thread, an agent load takes 6-7
+    /// minutes, and the day close to two hours.
     #[arg(long, default_value = "2s4c2t2n")]
     pub shape: Shape,
     /// How long the day runs under scx_linger, in minutes (EEVDF runs
