@@ -388,9 +388,9 @@ fn job_cpu(root: &TestCgroup) -> BTreeMap<String, (f64, f64)> {
 /// threads): 10 minutes on 16 vCPUs, and as much longer as each busy
 /// vCPU's share of the host thread is smaller. Single-threaded TCG runs
 /// the vCPUs in turn, so on 64 busy vCPUs one gets a 64th: a load there
-/// took 600 s (266 s of it before the first BPF call: the binary's start
-/// and the kernel's BTF read), where the same load takes 15 s of guest
-/// time on one quiet vCPU. The time each took is a figure of the report.
+/// took 353-427 s beside the day's load, where the same load takes 15 s
+/// of guest time on one quiet vCPU. The time each took is a figure of
+/// the report.
 fn slow_limit(n: usize) -> Duration {
     Duration::from_secs(600 * (n as u64 / 16).max(1))
 }
