@@ -22,9 +22,11 @@ use super::timeline::{self, Panel};
 #[derive(clap::Args)]
 pub struct SoakArgs {
     /// The node's shape (sockets, cores, SMT threads, NUMA nodes). 16
-    /// vCPUs by default: at 64 (2s16c2t2n) single-threaded TCG gives
-    /// each busy vCPU a 64th of a host thread, an agent load takes 6-7
-    /// minutes, and the day close to two hours.
+    /// vCPUs by default, the most this emulator runs the day's exit
+    /// storm on without the kernel reporting hung tasks under EEVDF
+    /// alone: at 32 and 64 (2s8c2t2n, 2s16c2t2n) it reports them with no
+    /// BPF scheduler loaded, and at 64 an agent load takes 6-7 minutes
+    /// and the day close to two hours.
     #[arg(long, default_value = "2s4c2t2n")]
     pub shape: Shape,
     /// How long the day runs under scx_linger, in minutes (EEVDF runs
@@ -124,6 +126,19 @@ pub fn run(args: &SoakArgs) -> Result<i32> {
             })
             .unwrap_or("see the raw output");
         format!("a check failed: {why}")
+    };
+    // The day judges the kernel's log from scx_linger's start on; where
+    // EEVDF's part alone drew reports (hung tasks on too many emulated
+    // vCPUs), the shape is past what this emulator runs clean, and the
+    // kernel may have stopped reporting before scx_linger's part.
+    let verdict = if summary.lines().any(|l| l == "kernel under EEVDF: []") {
+        verdict
+    } else {
+        format!(
+            "{verdict}; but the kernel logged reports under EEVDF alone in the same boot \
+             (the last figure), so on this shape the emulator, not the scheduler, decides \
+             the kernel check"
+        )
     };
     let table = format!(
         "# The soak: a compressed day on {cpus} vCPUs\n\n\
