@@ -7,18 +7,21 @@
 //! at the same moment: co-scheduled across nodes.
 //!
 //! Usage: exchange --rank 0|1 --peer HOST --port P [--rounds R] [--iters I]
-//!                 [--meet-s S]
+//!                 [--meet-s S] [--go FILE]
 //!
 //! The ranks first wait up to `--meet-s` (60 s) for each other, as an MPI
 //! runtime's start-up does: a batch system starts them on their nodes
-//! at different moments, and a busy node's step daemon starts late. The
-//! wall time counts from the meeting.
+//! at different moments, and a busy node's step daemon starts late. With
+//! `--go`, they then sleep until FILE exists (as long again at most), so
+//! that a bench can start several jobs' rounds at one moment whenever
+//! their start-ups end. The wall time counts from the meeting, or from
+//! the go.
 //!
 //! Rank r listens on port P + r and sends to the peer's P + 1 - r. Under
 //! Slurm, `--slurm` takes the rank from SLURM_PROCID, the peer from
 //! SLURM_JOB_NODELIST (two nodes, one task each) and the port from the
 //! job id. Prints one line: `wall_ms=… cpu_ms=… rounds=… rank=…`.
-use std::net::UdpSocket;
+use std::net::{ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
 use linger_bench::{process_cpu_s, work};
@@ -30,6 +33,7 @@ struct Args {
     rounds: u64,
     iters: u64,
     meet: Duration,
+    go: Option<std::path::PathBuf>,
 }
 
 /// The other node of a two-node Slurm hostlist (`n[1-2]` or `a,b`).
@@ -60,6 +64,7 @@ fn parse_args() -> Result<Args, String> {
         rounds: 2000,
         iters: 20_000,
         meet: Duration::from_secs(60),
+        go: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -72,6 +77,7 @@ fn parse_args() -> Result<Args, String> {
             "--rounds" => a.rounds = num(val("--rounds")?, "--rounds")?,
             "--iters" => a.iters = num(val("--iters")?, "--iters")?,
             "--meet-s" => a.meet = Duration::from_secs(num(val("--meet-s")?, "--meet-s")?),
+            "--go" => a.go = Some(val("--go")?.into()),
             "--slurm" => {
                 let env =
                     |k: &str| std::env::var(k).map_err(|_| format!("--slurm: {k} is not set"));
@@ -106,7 +112,19 @@ fn main() {
         eprintln!("exchange: binding port {}: {e}", a.port + a.rank);
         std::process::exit(1);
     });
-    let peer = (a.peer.as_str(), a.port + 1 - a.rank);
+    // Resolved once, as an MPI runtime exchanges addresses at start-up: a
+    // host name passed to every send_to() is looked up again each time
+    // (files read, a netlink query), which would put a sleep in every
+    // round on a node whose files are slow.
+    let peer_port = a.port + 1 - a.rank;
+    let peer = (a.peer.as_str(), peer_port)
+        .to_socket_addrs()
+        .ok()
+        .and_then(|mut addrs| addrs.find(|addr| addr.is_ipv4()))
+        .unwrap_or_else(|| {
+            eprintln!("exchange: --peer {}: no IPv4 address for that name", a.peer);
+            std::process::exit(2);
+        });
     sock.set_nonblocking(true).expect("non-blocking socket");
     // Meet first (message 0): the peer may start later. Resend until it
     // answers. Round r's message is r + 1.
@@ -126,11 +144,25 @@ fn main() {
         if met.elapsed() > a.meet {
             eprintln!(
                 "exchange: no word from {}:{} in {} s (--meet-s)",
-                peer.0,
-                peer.1,
+                a.peer,
+                peer_port,
                 a.meet.as_secs()
             );
             std::process::exit(1);
+        }
+    }
+    if let Some(go) = &a.go {
+        let waiting = Instant::now();
+        while !go.exists() {
+            if waiting.elapsed() > a.meet {
+                eprintln!(
+                    "exchange: no {} in {} s (--go)",
+                    go.display(),
+                    a.meet.as_secs()
+                );
+                std::process::exit(1);
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
     let cpu0 = process_cpu_s();
