@@ -296,8 +296,9 @@ fn chrony_offset_ms(peer: &mut Peer) -> f64 {
 /// get the open phase and the relief budget (about 15% of the CPU), and
 /// the step daemon has started up to a minute after Slurm's launch
 /// request: its start-up is CPU-bound there, so relief's budget, not its
-/// latency, decides it. The ranks' wall time counts from their meeting, so
-/// this wait is in no figure but the last of the test's line.
+/// latency, decides it. The ranks' wall time counts from the go
+/// (start_together), so this wait is in no figure but the last of the
+/// test's line.
 const RANK_START: Duration = Duration::from_secs(240);
 
 /// Submit a two-node job of one rank per node, whose rounds start when
