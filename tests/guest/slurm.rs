@@ -218,7 +218,9 @@ impl Cluster {
     fn spin_job(&self, args: &[&str], threads: usize, secs: u32) -> u64 {
         let script = format!(
             "#!/bin/sh\necho \"applied: $(cat {RECORDS}/$SLURM_JOB_ID.applied 2>/dev/null)\"\n\
-             for i in $(seq {threads}); do timeout {secs} sh -c 'while :; do :; done' & done\nwait\n"
+             for i in $(seq {threads}); do timeout {secs} sh -c 'while :; do :; done' & done\n\
+             : > {}/log/job-$SLURM_JOB_ID.hogs\nwait\n",
+            self.dir.display()
         );
         let out = self
             .cmd("sbatch")
@@ -330,6 +332,17 @@ fn usage_usec(cg: &Path) -> u64 {
     usage_us(cg).unwrap_or(0)
 }
 
+/// Wait until job `id`'s batch script has started all its hogs: on a
+/// slow host that can be seconds after the job is RUNNING. Only for a job
+/// that gets CPU time: a guest job's script beside a busy primary job may
+/// never get that far.
+fn wait_hogs(c: &Cluster, id: u64) {
+    let started = wait_until(Duration::from_secs(60), || {
+        c.dir.join(format!("log/job-{id}.hogs")).exists()
+    });
+    assert!(started, "job {id} did not start its hogs: {}", c.logs());
+}
+
 /// Wait until every job runs with its cgroup there; then each job's CPU
 /// time over `window`, as shares of the node's CPU time.
 fn shares(c: &Cluster, jobs: &[u64], window: Duration) -> Vec<f64> {
@@ -429,6 +442,7 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job_across_an_agent_rest
     // a slow host; cancelled once measured.
     let primary = c.spin_job(&["-p", "primary"], n, 90);
     let guest = c.spin_job(&["-p", "guest"], n, 90);
+    wait_hogs(&c, primary);
     let s = shares(&c, &[primary, guest], Duration::from_secs(4));
     figure(&format!(
         "slurm: primary job {:.1}% of the node, guest job {:.1}% (sbatch, {n} CPUs, cgroup cpu.stat, 4 s)",
