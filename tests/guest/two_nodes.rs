@@ -199,11 +199,7 @@ fn peer_node() {
             "trace" => {
                 let secs: f64 = arg.parse().unwrap_or(2.0);
                 let runs = trace::record_switches(Duration::from_secs_f64(secs), "tai");
-                let text: String = runs
-                    .iter()
-                    .map(|r| format!("{} {} {:.9} {:.9}\n", r.pid, r.cpu, r.start, r.end))
-                    .collect();
-                format!("0\n{text}")
+                format!("0\n{}", runs_to_text(&runs))
             }
             "bye" => break,
             _ => format!("2\nunknown request {verb:?}"),
@@ -528,6 +524,13 @@ fn row_share(all: &[Run], mine: &[Run], row: u32) -> f64 {
     held as f64 / span as f64
 }
 
+/// Runs as lines of `pid cpu start end`, as runs_from_text reads them.
+fn runs_to_text(runs: &[Run]) -> String {
+    runs.iter()
+        .map(|r| format!("{} {} {:.9} {:.9}\n", r.pid, r.cpu, r.start, r.end))
+        .collect()
+}
+
 fn runs_from_text(text: &str) -> Vec<Run> {
     text.lines()
         .filter_map(|l| {
@@ -692,11 +695,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     // each row on both nodes, from the two traces on the TAI clocks.
     let (near, far) = (remote.0, runs_from_text(&remote.1));
     // Both traces, for reading the figures below run by run.
-    let text: String = near
-        .iter()
-        .map(|r| format!("{} {} {:.9} {:.9}\n", r.pid, r.cpu, r.start, r.end))
-        .collect();
-    fs::write(results_dir().join("rows-trace-n1.txt"), text).unwrap();
+    fs::write(results_dir().join("rows-trace-n1.txt"), runs_to_text(&near)).unwrap();
     fs::write(results_dir().join("rows-trace-n2.txt"), &remote.1).unwrap();
     fs::write(
         results_dir().join("rows-ranks.txt"),
