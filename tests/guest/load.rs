@@ -6,7 +6,7 @@
 //!
 //! The soak lasts SCX_LINGER_SOAK_SECS (15 s by default, what CI runs;
 //! `cargo xtask test --soak 300` for the full five minutes), the churn
-//! SCX_LINGER_CHURN cgroups (300 by default, what CI runs).
+//! SCX_LINGER_CHURN cgroups (150 by default, what CI runs).
 
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -319,7 +319,7 @@ fn churn_batch(
 #[test]
 fn cgroup_churn_leaves_bpf_maps_and_agent_memory_at_baseline() {
     require_guest();
-    let total = env_or("SCX_LINGER_CHURN", 300) as usize;
+    let total = env_or("SCX_LINGER_CHURN", 150) as usize;
     // No periodic rescan: cgroups made and removed reach the agent as
     // cgroupfs events.
     let mut agent = Agent::start(&[]);

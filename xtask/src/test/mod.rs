@@ -48,21 +48,21 @@ pub struct TestArgs {
     #[arg(long, default_value_t = 15)]
     pub soak: u64,
     /// How many cgroups the churn test creates and removes
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 150)]
     pub churn: u64,
     /// How long the short soak (tests/guest/soak.rs) runs under
     /// scx_linger, in seconds; `cargo xtask soak` runs the full one.
     #[arg(long, default_value_t = 30)]
     pub day: u64,
     /// How many cgroups the soak's burst makes at once.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 50)]
     pub day_cgroups: u64,
     /// How many gang jobs the soak's burst makes.
-    #[arg(long, default_value_t = 16)]
+    #[arg(long, default_value_t = 8)]
     pub day_gangs: u64,
     /// How many threads each of the soak's exit storms starts (2,000 in
     /// the full soak; the thread tests end 2,000 at once already).
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 300)]
     pub day_storm: u64,
     /// The two-node pass also runs the mix without rows and under EEVDF,
     /// for the bench's comparison (about 5 minutes more).
