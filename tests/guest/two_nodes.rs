@@ -684,8 +684,8 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         std::thread::sleep(Duration::from_secs(2));
     });
     let remote = std::thread::scope(|s| {
-        let far = s.spawn(|| peer.must("trace 3"));
-        let near = trace::record_switches(Duration::from_secs(3), "tai");
+        let far = s.spawn(|| peer.must("trace 8"));
+        let near = trace::record_switches(Duration::from_secs(8), "tai");
         (near, far.join().unwrap())
     });
     let (ps1, ps2) = (sh(PS), peer.must(&format!("sh {PS}")));
