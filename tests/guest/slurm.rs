@@ -534,6 +534,9 @@ fn a_jobs_linger_request_demotes_it_and_never_promotes_it() {
     let n = nr_cpus();
     let asked = c.spin_job(&["-p", "guest", "--linger=guest"], n, 10);
     let greedy = c.spin_job(&["-p", "guest", "--linger=gang"], 1, 10);
+    // The primary job's hog must be running before the window opens, or
+    // the guest rightly harvests its CPU meanwhile.
+    wait_hogs(&c, greedy);
     let s = shares(&c, &[asked, greedy], Duration::from_secs(3));
     let a = stats_job(asked).expect("the --linger=guest job in the stats");
     let g = stats_job(greedy).expect("the --linger=gang job in the stats");
