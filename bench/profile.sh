@@ -4,12 +4,14 @@
 # `cargo xtask bench --profile`, with bench/profile/insn_profile.c loaded
 # into QEMU): cyclictest as an ordinary primary beside the duty primaries,
 # under EEVDF and under scx_linger, alone and beside one CPU-bound guest
-# per CPU, and under scx_bpfland alone (a peer on the same sched_ext
-# path). Each case is one profile window: the plugin counts the guest
+# per CPU, alone with `--no-accounting` (what the per-class and per-job
+# accounting costs), and under scx_bpfland alone (a peer on the same
+# sched_ext path). Each case is one profile window: the plugin counts the guest
 # kernel's instructions while it is open. Leaves out.<case> (the
 # plugin's counts), cyc.<case> (cyclictest's histogram), kallsyms (taken
-# while scx_linger is loaded, so its BPF programs have names) and
-# kallsyms.bpfland (likewise for scx_bpfland's) in the results folder,
+# while scx_linger is loaded, so its BPF programs have names),
+# kallsyms.noacct and kallsyms.bpfland (likewise for the load without
+# accounting and for scx_bpfland's) in the results folder,
 # and prints one line per case.
 #
 # usage: profile.sh AGENT BIN_DIR LOOPS
@@ -63,6 +65,10 @@ window linger
 start_guests linger
 window linger_guests
 stop_guests
+stop_sched
+start_sched linger --no-accounting
+cat /proc/kallsyms > "$OUT/kallsyms.noacct"
+window linger_noacct
 stop_sched
 start_sched bpfland
 cat /proc/kallsyms > "$OUT/kallsyms.bpfland"

@@ -21,11 +21,15 @@ use crate::progress::step;
 
 /// The windows bench/profile.sh opens: (case, what it is). The first is
 /// the baseline every ratio is against.
-const CASES: [(&str, &str); 5] = [
+const CASES: [(&str, &str); 6] = [
     ("eevdf", "duty primaries, EEVDF (baseline)"),
     ("eevdf_guests", "duty primaries + SCHED_IDLE guests, EEVDF"),
     ("linger", "duty primaries, scx_linger"),
     ("linger_guests", "duty primaries + guests, scx_linger"),
+    (
+        "linger_noacct",
+        "duty primaries, scx_linger `--no-accounting`",
+    ),
     ("bpfland", "duty primaries, scx_bpfland 1.1.4"),
 ];
 
@@ -34,6 +38,7 @@ const CASES: [(&str, &str); 5] = [
 fn kallsyms_of(case: &str) -> &'static str {
     match case {
         "bpfland" => "kallsyms.bpfland",
+        "linger_noacct" => "kallsyms.noacct",
         _ => "kallsyms",
     }
 }
@@ -164,10 +169,11 @@ fn report(header: &str, windows: &BTreeMap<&str, Window>) -> String {
             ))
         ));
     }
-    let (Some(eevdf), Some(linger), Some(guests), Some(bpfland)) = (
+    let (Some(eevdf), Some(linger), Some(guests), Some(noacct), Some(bpfland)) = (
         windows.get("eevdf"),
         windows.get("linger"),
         windows.get("linger_guests"),
+        windows.get("linger_noacct"),
         windows.get("bpfland"),
     ) else {
         return out;
@@ -177,6 +183,7 @@ fn report(header: &str, windows: &BTreeMap<&str, Window>) -> String {
         .funcs
         .keys()
         .chain(guests.funcs.keys())
+        .chain(noacct.funcs.keys())
         .chain(bpfland.funcs.keys())
         .filter(|f| eevdf.per_wakeup(f) == 0.0)
         .collect();
@@ -191,19 +198,22 @@ fn report(header: &str, windows: &BTreeMap<&str, Window>) -> String {
     };
     let is_prog = |f: &str| f.starts_with("bpf_prog_");
     out.push_str(&format!(
-        "\n### What runs only under sched_ext, per wake-up\n\nAll of it: {:.0} instructions without guests, {:.0} beside guests; of which scx_linger's own BPF programs (`bpf_prog_*`, one row per BPF function) {:.0} and {:.0}. Under scx_bpfland, on the same node without guests: {:.0}, of which its BPF programs {:.0}. The rest is the sched_ext core and the BPF runtime it calls into (helpers, kfuncs, trampolines). EEVDF's fair-class work, which sched_ext replaces, is what the first table's difference nets it against.\n\n| function | scx_linger, duty primaries | + guests | scx_bpfland, duty primaries |\n|---|---|---|---|\n",
+        "\n### What runs only under sched_ext, per wake-up\n\nAll of it: {:.0} instructions without guests, {:.0} beside guests; of which scx_linger's own BPF programs (`bpf_prog_*`, one row per BPF function) {:.0} and {:.0}. With `--no-accounting` (no per-class or per-job accounting), without guests: {:.0}, of which its BPF programs {:.0}. Under scx_bpfland, on the same node without guests: {:.0}, of which its BPF programs {:.0}. The rest is the sched_ext core and the BPF runtime it calls into (helpers, kfuncs, trampolines). EEVDF's fair-class work, which sched_ext replaces, is what the first table's difference nets it against.\n\n| function | scx_linger, duty primaries | + guests | `--no-accounting`, duty primaries | scx_bpfland, duty primaries |\n|---|---|---|---|---|\n",
         sum(linger, &|_| true),
         sum(guests, &|_| true),
         sum(linger, &is_prog),
         sum(guests, &is_prog),
+        sum(noacct, &|_| true),
+        sum(noacct, &is_prog),
         sum(bpfland, &|_| true),
         sum(bpfland, &is_prog),
     ));
     for f in only.iter().take(TOP) {
         out.push_str(&format!(
-            "| `{f}` | {:.0} | {:.0} | {:.0} |\n",
+            "| `{f}` | {:.0} | {:.0} | {:.0} | {:.0} |\n",
             linger.per_wakeup(f),
             guests.per_wakeup(f),
+            noacct.per_wakeup(f),
             bpfland.per_wakeup(f)
         ));
     }
