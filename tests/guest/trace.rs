@@ -112,7 +112,17 @@ impl Drop for FlightRecorder {
     }
 }
 
-/// Record the sched `events` on trace clock `clock` ("mono", "tai", ...)
+/// The enable file of a trace event: `sched_switch` is the sched
+/// subsystem's, `timer/hrtimer_expire_entry` names its own.
+fn event_enable(event: &str) -> String {
+    if event.contains('/') {
+        format!("events/{event}/enable")
+    } else {
+        format!("events/sched/{event}/enable")
+    }
+}
+
+/// Record the `events` (sched_ unless a subsystem is named) on trace clock `clock` ("mono", "tai", ...)
 /// while `during` runs, and return the trace text with what it returned.
 fn record<T>(clock: &str, events: &[&str], during: impl FnOnce() -> T) -> (String, T) {
     mount_tracefs();
@@ -123,7 +133,7 @@ fn record<T>(clock: &str, events: &[&str], during: impl FnOnce() -> T) -> (Strin
     let per_cpu_kb = (131_072 / crate::common::nr_cpus()).min(8192);
     write("buffer_size_kb", &per_cpu_kb.to_string());
     for e in events {
-        write(&format!("events/sched/{e}/enable"), "1");
+        write(&event_enable(e), "1");
     }
     write("trace", "");
     write("tracing_on", "1");
@@ -132,7 +142,7 @@ fn record<T>(clock: &str, events: &[&str], during: impl FnOnce() -> T) -> (Strin
     let text = fs::read_to_string(Path::new(TRACEFS).join("trace")).expect("reading the trace");
     keep_for_a_failure(&text);
     for e in events {
-        write(&format!("events/sched/{e}/enable"), "0");
+        write(&event_enable(e), "0");
     }
     write("trace_clock", "local");
     (text, out)
@@ -173,6 +183,31 @@ pub fn record_whole_runs(window: Duration, clock: &str) -> Vec<Run> {
 /// run intervals seen.
 pub fn record_switches(window: Duration, clock: &str) -> Vec<Run> {
     record_switches_during(clock, || std::thread::sleep(window)).0
+}
+
+/// Record sched_switch for `window`, and when each CPU's scheduler tick
+/// fired: `(cpu, seconds on the clock)`. The tick's period is fixed
+/// (CONFIG_HZ), so a tick that comes late says that the CPU itself did
+/// not run, or ran with interrupts off, whatever the scheduler had asked
+/// for: under emulation, that the host did not run the virtual CPU.
+pub fn record_switches_and_ticks(window: Duration, clock: &str) -> (Vec<Run>, Vec<(u32, f64)>) {
+    let (text, ()) = record(
+        clock,
+        &["sched_switch", "timer/hrtimer_expire_entry"],
+        || std::thread::sleep(window),
+    );
+    (runs_from_trace(&text), tick_times(&text))
+}
+
+/// When each CPU's scheduler tick fired in trace `text` (the tick's
+/// hrtimer function: `tick_nohz_handler`, `tick_sched_timer` before 6.10).
+fn tick_times(text: &str) -> Vec<(u32, f64)> {
+    text.lines()
+        .filter(|l| {
+            l.contains("function=tick_nohz_handler") || l.contains("function=tick_sched_timer")
+        })
+        .filter_map(|l| parse_head(l.split_once(": hrtimer_expire_entry:")?.0))
+        .collect()
 }
 
 /// Record sched_switch while `during` runs; return the run intervals seen
@@ -293,6 +328,13 @@ pub fn ready_waits(text: &str) -> Vec<ReadyWait> {
 fn parse_line(line: &str) -> Option<(u32, f64, &str, &str)> {
     let (head, rest) = line.split_once(": sched_")?;
     let (event, fields) = rest.split_once(": ")?;
+    let (cpu, ts) = parse_head(head)?;
+    Some((cpu, ts, event, fields))
+}
+
+/// A trace line's CPU and timestamp, from what comes before the event's
+/// name (`comm-pid [cpu] flags timestamp`).
+fn parse_head(head: &str) -> Option<(u32, f64)> {
     let cpu = head
         .split('[')
         .nth(1)?
@@ -307,7 +349,7 @@ fn parse_line(line: &str) -> Option<(u32, f64, &str, &str)> {
         .trim_end_matches(':')
         .parse()
         .ok()?;
-    Some((cpu, ts, event, fields))
+    Some((cpu, ts))
 }
 
 /// The integer after `key=` in a trace event's fields.

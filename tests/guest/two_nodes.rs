@@ -198,8 +198,9 @@ fn peer_node() {
             }
             "trace" => {
                 let secs: f64 = arg.parse().unwrap_or(2.0);
-                let runs = trace::record_switches(Duration::from_secs_f64(secs), "tai");
-                format!("0\n{}", runs_to_text(&runs))
+                let (runs, ticks) =
+                    trace::record_switches_and_ticks(Duration::from_secs_f64(secs), "tai");
+                format!("0\n{}{}", runs_to_text(&runs), ticks_to_text(&ticks))
             }
             "bye" => break,
             _ => format!("2\nunknown request {verb:?}"),
@@ -486,12 +487,25 @@ fn job_rows(log: &str, ids: &[u64]) -> Vec<(u64, u32)> {
 const SLOT_NS: i128 = 100_000_000;
 const CYCLE_NS: i128 = 3 * SLOT_NS + 3 * SLOT_NS * 10 / 90;
 
-/// For each cycle in which the job ran in its own row on both nodes, how
-/// far apart that row's start was on the two (s): on each node, the first
-/// instant in the row that one of the job's ranks was on the CPU, a run
-/// begun before the boundary (in the open phase, or filling a free row)
-/// counting from the boundary.
-fn row_start_skews(a: &[Run], b: &[Run], row: u32) -> Vec<f64> {
+/// A row's start in one cycle: its boundary on the TAI clock, and when it
+/// started on n1 and on n2 (s).
+struct RowStart {
+    boundary: f64,
+    n1: f64,
+    n2: f64,
+}
+
+impl RowStart {
+    fn skew(&self) -> f64 {
+        (self.n2 - self.n1).abs()
+    }
+}
+
+/// For each cycle in which the job ran in its own row on both nodes, when
+/// that row started on each: the first instant in the row that one of the
+/// job's ranks was on the CPU, a run begun before the boundary (in the
+/// open phase, or filling a free row) counting from the boundary.
+fn row_starts(a: &[Run], b: &[Run], row: u32) -> Vec<RowStart> {
     let firsts = |runs: &[Run]| {
         let mut by_cycle = std::collections::BTreeMap::new();
         for r in runs {
@@ -511,7 +525,59 @@ fn row_start_skews(a: &[Run], b: &[Run], row: u32) -> Vec<f64> {
     };
     let (fa, fb) = (firsts(a), firsts(b));
     fa.iter()
-        .filter_map(|(cycle, ta)| Some(((fb.get(cycle)? - ta).abs()) as f64 / 1e9))
+        .filter_map(|(cycle, ta)| {
+            Some(RowStart {
+                boundary: (cycle * CYCLE_NS + row as i128 * SLOT_NS) as f64 / 1e9,
+                n1: *ta as f64 / 1e9,
+                n2: *fb.get(cycle)? as f64 / 1e9,
+            })
+        })
+        .collect()
+}
+
+/// A node's scheduler tick: its usual interval (the median, s), the share
+/// of intervals more than 0.5 ms longer, and those intervals as (from,
+/// to). The kernel arms the tick every 1/HZ whatever runs, so a late one
+/// means the CPU did not run then: under emulation, the host did not run
+/// the virtual CPU, and a row's timer due then fired late too.
+fn late_ticks(ticks: &[(u32, f64)]) -> (f64, f64, Vec<(f64, f64)>) {
+    let mut by_cpu: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+    for (cpu, t) in ticks {
+        by_cpu.entry(*cpu).or_default().push(*t);
+    }
+    let intervals: Vec<(f64, f64)> = by_cpu
+        .values_mut()
+        .flat_map(|t| {
+            t.sort_by(f64::total_cmp);
+            t.windows(2).map(|w| (w[0], w[1])).collect::<Vec<_>>()
+        })
+        .collect();
+    if intervals.is_empty() {
+        return (0.0, 0.0, Vec::new());
+    }
+    let mut lengths: Vec<f64> = intervals.iter().map(|(a, b)| b - a).collect();
+    let usual = trace::percentile(&mut lengths, 50);
+    let late: Vec<(f64, f64)> = intervals
+        .into_iter()
+        .filter(|(a, b)| b - a > usual + 0.5e-3)
+        .collect();
+    (usual, late.len() as f64 / lengths.len() as f64, late)
+}
+
+/// Ticks as lines of `tick cpu seconds` (runs_from_text skips them).
+fn ticks_to_text(ticks: &[(u32, f64)]) -> String {
+    ticks
+        .iter()
+        .map(|(cpu, t)| format!("tick {cpu} {t:.9}\n"))
+        .collect()
+}
+
+fn ticks_from_text(text: &str) -> Vec<(u32, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.strip_prefix("tick ")?.split_whitespace().collect();
+            Some((f.first()?.parse().ok()?, f.get(1)?.parse().ok()?))
+        })
         .collect()
 }
 
@@ -685,7 +751,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     });
     let remote = std::thread::scope(|s| {
         let far = s.spawn(|| peer.must("trace 8"));
-        let near = trace::record_switches(Duration::from_secs(8), "tai");
+        let near = trace::record_switches_and_ticks(Duration::from_secs(8), "tai");
         (near, far.join().unwrap())
     });
     let (ps1, ps2) = (sh(PS), peer.must(&format!("sh {PS}")));
@@ -713,16 +779,21 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
 
     // Across nodes: each job's ranks running at once, and the starts of
     // each row on both nodes, from the two traces on the TAI clocks.
-    let (near, far) = (remote.0, runs_from_text(&remote.1));
+    let ((near, near_ticks), far) = (remote.0, runs_from_text(&remote.1));
+    let far_ticks = ticks_from_text(&remote.1);
     // Both traces, for reading the figures below run by run.
-    fs::write(results_dir().join("rows-trace-n1.txt"), runs_to_text(&near)).unwrap();
+    fs::write(
+        results_dir().join("rows-trace-n1.txt"),
+        runs_to_text(&near) + &ticks_to_text(&near_ticks),
+    )
+    .unwrap();
     fs::write(results_dir().join("rows-trace-n2.txt"), &remote.1).unwrap();
     fs::write(
         results_dir().join("rows-ranks.txt"),
         format!("n1\n{near_ranks}\n{ps1}\nn2\n{far_ranks}\n{ps2}\n"),
     )
     .unwrap();
-    let (mut co, mut skews, mut shares) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut co, mut starts, mut shares) = (Vec::new(), Vec::new(), Vec::new());
     for (id, row) in &rows1 {
         let (p1, p2) = (ranks_of(&near_ranks, *id), ranks_of(&far_ranks, *id));
         let mine = |runs: &[Run], p: &[i32]| -> Vec<Run> {
@@ -734,7 +805,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         let (a, b) = (mine(&near, &p1), mine(&far, &p2));
         let (both_ran, ran_a, ran_b) = together(&a, &b);
         co.push(both_ran / ran_a.max(ran_b).max(1e-9));
-        skews.extend(row_start_skews(&a, &b, *row));
+        starts.extend(row_starts(&a, &b, *row));
         shares.push((
             *id,
             *row,
@@ -742,6 +813,25 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
             row_share(&far, &b, *row),
         ));
     }
+    let skews: Vec<f64> = starts.iter().map(RowStart::skew).collect();
+    // Which row starts more than 1 ms apart came while the later node's
+    // own tick was late: the emulator's share of the skew, not the slots'.
+    let (tick, late1, late1_at) = late_ticks(&near_ticks);
+    let (_, late2, late2_at) = late_ticks(&far_ticks);
+    let apart: Vec<&RowStart> = starts.iter().filter(|s| s.skew() > 1e-3).collect();
+    let in_late_tick = apart
+        .iter()
+        .filter(|s| {
+            let (late_at, started) = if s.n2 > s.n1 {
+                (&late2_at, s.n2)
+            } else {
+                (&late1_at, s.n1)
+            };
+            late_at
+                .iter()
+                .any(|(from, to)| *from < started && *to > s.boundary)
+        })
+        .count();
     let (s50, s99, smax) = (
         trace::percentile(&mut skews.clone(), 50),
         trace::percentile(&mut skews.clone(), 99),
@@ -753,7 +843,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         format!("without rows {no_rows:.2}x, EEVDF {eevdf:.2}x")
     };
     figure(&format!(
-        "two nodes (1 vCPU each, plain TCG), 2 two-node gang jobs (a rank per node, {rounds} rounds of compute and a UDP exchange), n2 also running a local gang and n1 a guest: makespan vs ideal (2x the faster of one job alone under each, same boot) scx_linger with rows {rows_ratio:.2}x, {others}; the same two jobs on otherwise quiet nodes with rows {:.2}x; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s); with rows, each job's ranks running at once {:.0}% / {:.0}% of their run time; each job's share of its own row n1/n2 {}; a row's start on n1 vs n2 p50 {:.2} ms p99 {:.2} ms max {:.2} ms over {} rows; chrony offset n2-n1 {offset:+.3} ms; every rank started {ranks_up:.0} s after submission, before the local gang and the guest",
+        "two nodes (1 vCPU each, plain TCG), 2 two-node gang jobs (a rank per node, {rounds} rounds of compute and a UDP exchange), n2 also running a local gang and n1 a guest: makespan vs ideal (2x the faster of one job alone under each, same boot) scx_linger with rows {rows_ratio:.2}x, {others}; the same two jobs on otherwise quiet nodes with rows {:.2}x; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s); with rows, each job's ranks running at once {:.0}% / {:.0}% of their run time; each job's share of its own row n1/n2 {}; a row's start on n1 vs n2 p50 {:.2} ms p99 {:.2} ms max {:.2} ms over {} rows, {} of them more than 1 ms apart and {in_late_tick} of those while the later node's own tick (every {:.1} ms) was late; that tick more than 0.5 ms late in {:.0}% / {:.0}% of its intervals on n1 / n2; chrony offset n2-n1 {offset:+.3} ms; every rank started {ranks_up:.0} s after submission, before the local gang and the guest",
         same / ideal,
         co.first().unwrap_or(&0.0) * 100.0,
         co.get(1).unwrap_or(&0.0) * 100.0,
@@ -765,7 +855,11 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         s50 * 1e3,
         s99 * 1e3,
         smax * 1e3,
-        skews.len()
+        skews.len(),
+        apart.len(),
+        tick * 1e3,
+        late1 * 100.0,
+        late2 * 100.0
     ));
     // What the scheduler is held to here: each job in one row, the same
     // on both nodes, the two in different rows, and in the kernel's trace
