@@ -17,15 +17,7 @@ set -u
 A=$1 B=$2 BIN=$3 ROUNDS=${4:-2} SECS=${5:-10}
 AGENT=$A
 . "$(dirname "$0")/lib.sh"
-stage_bins
-NCPU=$(nproc)
-setup_cgroups
-for g in gang-a gang-b; do
-	mkdir -p "$CG/bench/$g"
-	run_in "$CG/bench/$g" "$BIN/barrier" --threads "$NCPU" \
-		--rounds 1000000000 --iters 20000 > /dev/null 2>&1 &
-	"$A" tag "bench/$g" gang > /dev/null || exit 1
-done
+start_filling_gangs "$A"
 T=/sys/kernel/tracing
 mountpoint -q $T || mount -t tracefs nodev $T || exit 1
 (while true; do echo 1 > /proc/sys/vm/compact_memory; sleep 0.05; done) &

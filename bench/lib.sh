@@ -18,6 +18,22 @@ setup_cgroups() {
 	echo 1 > $CG/bench-idle/cpu.idle || exit 1
 }
 
+# start_filling_gangs AGENT: stage the binaries, set up the cgroups, and
+# start two spinning-barrier gangs of one thread per CPU (NCPU is set),
+# bench/gang-a and bench/gang-b, tagged gang through AGENT, so that gangs
+# fill every CPU for as long as the script runs.
+start_filling_gangs() {
+	stage_bins
+	NCPU=$(nproc)
+	setup_cgroups
+	for g in gang-a gang-b; do
+		mkdir -p "$CG/bench/$g"
+		run_in "$CG/bench/$g" "$BIN/barrier" --threads "$NCPU" \
+			--rounds 1000000000 --iters 20000 > /dev/null 2>&1 &
+		"$1" tag "bench/$g" gang > /dev/null || exit 1
+	done
+}
+
 # Copy the workload binaries (BIN) to a tmpfs and point BIN there: run
 # from the host's 9p share, every exec of a job would spend guest time
 # reading it, time no job accounts for.
