@@ -122,8 +122,9 @@ fn event_enable(event: &str) -> String {
     }
 }
 
-/// Record the `events` (sched_ unless a subsystem is named) on trace clock `clock` ("mono", "tai", ...)
-/// while `during` runs, and return the trace text with what it returned.
+/// Record the `events` (the sched subsystem's unless one is named) on
+/// trace clock `clock` ("mono", "tai", ...) while `during` runs, and
+/// return the trace text with what it returned.
 fn record<T>(clock: &str, events: &[&str], during: impl FnOnce() -> T) -> (String, T) {
     mount_tracefs();
     write("tracing_on", "0");

@@ -538,8 +538,9 @@ fn row_starts(a: &[Run], b: &[Run], row: u32) -> Vec<RowStart> {
 /// A node's scheduler tick: its usual interval (the median, s), the share
 /// of intervals more than 0.5 ms longer, and those intervals as (from,
 /// to). The kernel arms the tick every 1/HZ whatever runs, so a late one
-/// means the CPU did not run then: under emulation, the host did not run
-/// the virtual CPU, and a row's timer due then fired late too.
+/// means the CPU did not run then or ran with interrupts off: under
+/// emulation, mostly that the host did not run the virtual CPU, and a
+/// row's timer due then fired late too.
 fn late_ticks(ticks: &[(u32, f64)]) -> (f64, f64, Vec<(f64, f64)>) {
     let mut by_cpu: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
     for (cpu, t) in ticks {
