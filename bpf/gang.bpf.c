@@ -116,17 +116,17 @@ __hidden u32 sched_gang(const struct task_ctx *tctx)
  * spawning its threads, or whose members woke) is let go at once, before
  * its members can time-share with the slot's and spin for partners that
  * are off the CPU: the collapse gangs exist to prevent. The filling order
- * rotates with the cycle number (every gang is first in some cycles, and
- * nodes with the same table and clock agree).
+ * is the table's (the agent's: cluster rows, then paths) and its start
+ * rotates with the cycle number, so every gang is first in some cycles and
+ * nodes that run the same jobs fill with the same one.
  *
  * Room is counted in CPUs, each gang taking what it may use at most (its
  * cpuset's size): exact where gangs may use any CPU, and with the
  * conflicts rule also where they are bound to disjoint or identical core
  * sets (Slurm's and Kubernetes' usual cases).
  *
- * Per tier, the gang number filling starts from (then upwards, wrapping
- * round): the k-th gang without the slot in cycle number k, modulo their
- * number. Set by the timer.
+ * Per tier, the position in the table's order that filling starts from
+ * (admit_first()). Set by the timer.
  */
 u32 admit_fill_primary, admit_fill_guest;
 

@@ -184,8 +184,10 @@ static int gang_tick(void *map, int *key, struct bpf_timer *timer)
 		guest = tier_tick(&t->tiers[LINGER_TIER_GUEST],
 				  &scheduled_guest, tai, &next, &guest_open);
 		u64 cycle_no = cycle ? tai / cycle : 0;
-		u32 fp = admit_first(scheduled_primary & ~primary, cycle_no);
-		u32 fg = admit_first(scheduled_guest & ~guest, cycle_no);
+		u32 fp = admit_first(t, t->tiers[LINGER_TIER_PRIMARY].turns,
+				     scheduled_primary & ~primary, cycle_no);
+		u32 fg = admit_first(t, t->tiers[LINGER_TIER_GUEST].turns,
+				     scheduled_guest & ~guest, cycle_no);
 
 		/* A new table may bring new conflicts: admit afresh. */
 		if (fp != admit_fill_primary || fg != admit_fill_guest ||

@@ -211,7 +211,7 @@ struct linger_rotation {
 	u64	open_ns;	/* the open phase at the end of the cycle */
 	u64	gangs;		/* every gang with a slot in this rotation */
 	u32	nr_slots;
-	u32	pad;
+	u32	turns;		/* admission's turns per round (admit_first()) */
 	struct linger_slot slots[LINGER_MAX_GANGS];
 };
 
@@ -230,14 +230,24 @@ struct linger_rotation {
  * llcs_of: per gang number, the LLCs (bit i: the BPF side's LLC i, as
  * the agent numbered them into cpu_llc) its cpuset touches (0: any).
  * Where its members are placed, its home, must be one of them.
+ * order, turn_of, nr_order: the order in which gangs fill the CPUs a
+ * slot's lead leaves. order[i] is a gang number, turn_of[i] its turn;
+ * each tier's gangs appear once, by turn. In cycle k, filling starts at
+ * the first of them whose turn is k mod its tier's turns or later
+ * (admit_first() in lib/pure.h). Turns come from what every node that
+ * runs a job agrees on (its cluster row, else its path), never from the
+ * node's own gang numbers, so that two nodes running the same
+ * multi-node jobs fill a free row with the same one.
  */
 struct linger_gang_table {
 	struct linger_rotation tiers[LINGER_NR_TIERS];
 	u32	nr_cpus;
-	u32	pad;
+	u32	nr_order;
 	u32	cpus_of[LINGER_MAX_GANGS];
 	u64	conflicts[LINGER_MAX_GANGS];
 	u64	llcs_of[LINGER_MAX_GANGS];
+	u32	order[LINGER_MAX_GANGS];
+	u32	turn_of[LINGER_MAX_GANGS];
 };
 
 /*

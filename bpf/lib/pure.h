@@ -79,33 +79,35 @@ static inline u64 rotation_at(const struct linger_rotation *r, u64 tai,
 }
 
 /*
- * Where admission starts among @mask's gangs in cycle number @cycle_no:
- * the k-th of them, k = cycle_no mod their number, so that every gang is
- * first in some cycles and nodes with the same clock agree.
+ * Where admission starts among @mask's gangs (one tier's) in cycle number
+ * @cycle_no: a position in @t's order, that of the first gang of @mask
+ * whose turn is @cycle_no mod @turns or later, else of the first gang of
+ * @mask (the round wraps). Every gang is first in some cycles, and nodes
+ * with synchronised clocks that run the same gangs agree, whatever
+ * numbers each node gave them (intf.h, struct linger_gang_table).
  */
-static inline u32 admit_first(u64 mask, u64 cycle_no)
+static inline u32 admit_first(const struct linger_gang_table *t, u32 turns,
+			      u64 mask, u64 cycle_no)
 {
-	u32 nr = 0, i;
-	u64 k;
+	u32 want = turns ? (u32)(cycle_no % turns) : 0, i, first = 0;
+	bool any = false;
 
 	/* The slot timer asks at every tick, gangs or none. */
 	if (!mask)
 		return 0;
 	pure_for(i, 0, LINGER_MAX_GANGS) {
-		if (mask & gang_bit(i))
-			nr++;
-	}
-	if (!nr)
-		return 0;
-	k = cycle_no % nr;
-	pure_for(i, 0, LINGER_MAX_GANGS) {
-		if (!(mask & gang_bit(i)))
+		if (i >= t->nr_order)
+			break;
+		if (!(mask & gang_bit(t->order[i])))
 			continue;
-		if (!k)
+		if (t->turn_of[i] >= want)
 			return i;
-		k--;
+		if (!any) {
+			any = true;
+			first = i;
+		}
 	}
-	return 0;
+	return first;
 }
 
 /*
@@ -127,9 +129,10 @@ static inline u32 gang_takes(const struct linger_gang_table *t, u32 g, s64 want)
 /*
  * Admission (the design is in gang.bpf.c): the gangs of one tier that may
  * run now. @lead: the slot's gangs, always admitted; @fill: the tier's
- * other gangs, admitted whole from gang @first upwards (wrapping round)
- * while their runnable members fit on the CPUs still free, and never
- * beside a gang bound to cores overlapping their own.
+ * other gangs, admitted whole in @t's order from position @first
+ * (admit_first(); wrapping round) while their runnable members fit on the
+ * CPUs still free, and never beside a gang bound to cores overlapping
+ * their own.
  */
 static inline u64 admit_gangs(const struct linger_gang_table *t, u64 lead,
 			      u64 fill, u32 first)
@@ -152,9 +155,10 @@ static inline u64 admit_gangs(const struct linger_gang_table *t, u64 lead,
 		s64 want;
 		u32 takes;
 
-		if (!room)
+		if (!room || i >= t->nr_order)
 			break;
-		g = (first + i) & (LINGER_MAX_GANGS - 1);
+		g = t->order[((first + i) % t->nr_order) & (LINGER_MAX_GANGS - 1)] &
+		    (LINGER_MAX_GANGS - 1);
 		if (!(fill & gang_bit(g)))
 			continue;
 		want = gang_runnable(g);

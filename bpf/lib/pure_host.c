@@ -17,9 +17,10 @@ u64 linger_pure_rotation_at(const struct linger_rotation *r, u64 tai,
 	return rotation_at(r, tai, mask, open);
 }
 
-u32 linger_pure_admit_first(u64 mask, u64 cycle_no)
+u32 linger_pure_admit_first(const struct linger_gang_table *t, u32 turns, u64 mask,
+			    u64 cycle_no)
 {
-	return admit_first(mask, cycle_no);
+	return admit_first(t, turns, mask, cycle_no);
 }
 
 /* The runnable counts admit_gangs() sees in the host tests (per thread:

@@ -19,7 +19,12 @@ extern "C" {
         mask: *mut u64,
         open: *mut bool,
     ) -> u64;
-    fn linger_pure_admit_first(mask: u64, cycle_no: u64) -> u32;
+    fn linger_pure_admit_first(
+        t: *const linger_gang_table,
+        turns: u32,
+        mask: u64,
+        cycle_no: u64,
+    ) -> u32;
     fn linger_pure_admit_gangs(
         t: *const linger_gang_table,
         runnable: *const i64,
@@ -60,15 +65,16 @@ pub fn rotation_at(r: &linger_rotation, tai: u64) -> Option<(u64, bool, u64)> {
     Some((mask, open, left))
 }
 
-/// admit_first(): the gang admission starts from in cycle `cycle_no`.
-pub fn admit_first(mask: u64, cycle_no: u64) -> u32 {
-    // SAFETY: a pure function of its arguments.
-    unsafe { linger_pure_admit_first(mask, cycle_no) }
+/// admit_first(): the position in `t`'s order that admission among
+/// `mask`'s gangs (of tier `tier`) starts from in cycle `cycle_no`.
+pub fn admit_first(t: &linger_gang_table, tier: usize, mask: u64, cycle_no: u64) -> u32 {
+    // SAFETY: reads the table we lend it.
+    unsafe { linger_pure_admit_first(t, t.tiers[tier].turns, mask, cycle_no) }
 }
 
 /// admit_gangs(): the gangs of a tier that may run, with `runnable[g]`
 /// members of gang g runnable, `lead` the slot's, `fill` the others,
-/// filling from gang `first`.
+/// filling from position `first` of the table's order.
 pub fn admit_gangs(
     t: &linger_gang_table,
     runnable: &[i64; linger_consts_LINGER_MAX_GANGS as usize],
