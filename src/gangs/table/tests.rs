@@ -445,16 +445,11 @@ fn admission_order_rotates_through_the_gangs_in_path_order() {
     // Numbered otherwise than their paths sort: the order is by path,
     // and gang k of it comes first in cycle k (mod their number), or
     // the next one when it has the slot.
-    let t = lay_out(
-        &[
-            place(7, "a", Class::Gang),
-            place(2, "b", Class::Gang),
-            place(5, "c", Class::Gang),
-        ],
-        4,
-        10,
-        None,
-    );
+    let gangs: Vec<GangPlace> = [(7, "a"), (2, "b"), (5, "c")]
+        .into_iter()
+        .map(|(n, rel)| place(n, rel, Class::Gang))
+        .collect();
+    let t = lay_out(&gangs, 4, 10, None);
     let all = t.tiers[0].gangs;
     let firsts: Vec<usize> = (0..4).map(|c| first_gang(&t, 0, all, c)).collect();
     assert_eq!(firsts, [7, 2, 5, 7]);
