@@ -424,7 +424,11 @@ pub fn runtime_ns(pid: i32) -> u64 {
 /// Idle CPU time of the whole machine so far (idle + iowait of the `cpu`
 /// line of /proc/stat), in ns.
 pub fn idle_ns() -> u64 {
-    let stat = fs::read_to_string("/proc/stat").unwrap();
+    idle_ns_in(&fs::read_to_string("/proc/stat").unwrap())
+}
+
+/// idle_ns() from a /proc/stat read elsewhere (another node's).
+pub fn idle_ns_in(stat: &str) -> u64 {
     let ticks: u64 = stat
         .lines()
         .find_map(|l| l.strip_prefix("cpu "))

@@ -739,6 +739,9 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     let mut g = None;
     let submitted = Instant::now();
     let mut ranks_up = 0.0;
+    // The kernel's counters at the go: n1's guest's CPU time and both
+    // nodes' idle time, for what the guest harvested of what the jobs left.
+    let mut at_go = (Instant::now(), 0, 0, 0);
     let (ids, near_ranks, far_ranks) = submit_together(&mut peer, 2, rounds, |peer| {
         ranks_up = submitted.elapsed().as_secs_f64();
         peer.must(&format!(
@@ -749,6 +752,12 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         g = Some(guest.spin(1));
         // The local gang in n2's table before the rounds start.
         std::thread::sleep(Duration::from_secs(2));
+        at_go = (
+            Instant::now(),
+            usage_us(&guest.path).unwrap_or(0),
+            idle_ns(),
+            idle_ns_in(&peer.must("sh head -1 /proc/stat")),
+        );
     });
     let remote = std::thread::scope(|s| {
         let far = s.spawn(|| peer.must("trace 8"));
@@ -759,6 +768,15 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     let both = wait_jobs(&ids, Duration::from_secs(300))
         .into_iter()
         .fold(0.0, f64::max);
+    // From the go until the jobs were seen done: CPU time the guest got
+    // against the time n1's CPU idled (together, what the jobs and other
+    // primaries left), and n2's idle time, which no guest there took.
+    let guest_s = usage_us(&guest.path).unwrap_or(0).saturating_sub(at_go.1) as f64 / 1e6;
+    let idle1_s = idle_ns().saturating_sub(at_go.2) as f64 / 1e9;
+    let idle2_s =
+        idle_ns_in(&peer.must("sh head -1 /proc/stat")).saturating_sub(at_go.3) as f64 / 1e9;
+    let window_s = at_go.0.elapsed().as_secs_f64();
+    let harvest = guest_s / (guest_s + idle1_s).max(1e-9);
     let table = agent.output();
     let n2_log = stop_agents(&mut peer, agent);
     let (rows1, rows2) = (job_rows(&table, &ids), job_rows(&n2_log, &ids));
@@ -844,7 +862,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         format!("without rows {no_rows:.2}x, EEVDF {eevdf:.2}x")
     };
     figure(&format!(
-        "two nodes (1 vCPU each, plain TCG), 2 two-node gang jobs (a rank per node, {rounds} rounds of compute and a UDP exchange), n2 also running a local gang and n1 a guest: makespan vs ideal (2x the faster of one job alone under each, same boot) scx_linger with rows {rows_ratio:.2}x, {others}; the same two jobs on otherwise quiet nodes with rows {:.2}x; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s); with rows, each job's ranks running at once {:.0}% / {:.0}% of their run time; each job's share of its own row n1/n2 {}; a row's start on n1 vs n2 p50 {:.2} ms p99 {:.2} ms max {:.2} ms over {} rows, {} of them more than 1 ms apart and {in_late_tick} of those while the later node's own tick (every {:.1} ms) was late; that tick more than 0.5 ms late in {:.0}% / {:.0}% of its intervals on n1 / n2; chrony offset n2-n1 {offset:+.3} ms; every rank started {ranks_up:.0} s after submission, before the local gang and the guest",
+        "two nodes (1 vCPU each, plain TCG), 2 two-node gang jobs (a rank per node, {rounds} rounds of compute and a UDP exchange), n2 also running a local gang and n1 a guest: makespan vs ideal (2x the faster of one job alone under each, same boot) scx_linger with rows {rows_ratio:.2}x, {others}; the same two jobs on otherwise quiet nodes with rows {:.2}x; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s); with rows, each job's ranks running at once {:.0}% / {:.0}% of their run time; each job's share of its own row n1/n2 {}; a row's start on n1 vs n2 p50 {:.2} ms p99 {:.2} ms max {:.2} ms over {} rows, {} of them more than 1 ms apart and {in_late_tick} of those while the later node's own tick (every {:.1} ms) was late; that tick more than 0.5 ms late in {:.0}% / {:.0}% of its intervals on n1 / n2; chrony offset n2-n1 {offset:+.3} ms; over the {window_s:.1} s from the go until the jobs were seen done (the last ended after {both:.1} s), n1's guest ran {guest_s:.2} s and n1 idled {idle1_s:.2} s (harvest {:.0}% of what the jobs left), n2 idled {idle2_s:.2} s; every rank started {ranks_up:.0} s after submission, before the local gang and the guest",
         same / ideal,
         co.first().unwrap_or(&0.0) * 100.0,
         co.get(1).unwrap_or(&0.0) * 100.0,
@@ -860,7 +878,8 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         apart.len(),
         tick * 1e3,
         late1 * 100.0,
-        late2 * 100.0
+        late2 * 100.0,
+        harvest * 100.0
     ));
     // What the scheduler is held to here: each job in one row, the same
     // on both nodes, the two in different rows, and in the kernel's trace
