@@ -754,7 +754,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         std::thread::sleep(Duration::from_secs(2));
         at_go = (
             Instant::now(),
-            usage_us(&guest.path).unwrap_or(0),
+            usage_us(&guest.path).expect("the guest cgroup's cpu.stat"),
             idle_ns(),
             idle_ns_in(&peer.must("sh head -1 /proc/stat")),
         );
@@ -771,7 +771,10 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     // From the go until the jobs were seen done: CPU time the guest got
     // against the time n1's CPU idled (together, what the jobs and other
     // primaries left), and n2's idle time, which no guest there took.
-    let guest_s = usage_us(&guest.path).unwrap_or(0).saturating_sub(at_go.1) as f64 / 1e6;
+    let guest_s = usage_us(&guest.path)
+        .expect("the guest cgroup's cpu.stat")
+        .saturating_sub(at_go.1) as f64
+        / 1e6;
     let idle1_s = idle_ns().saturating_sub(at_go.2) as f64 / 1e9;
     let idle2_s =
         idle_ns_in(&peer.must("sh head -1 /proc/stat")).saturating_sub(at_go.3) as f64 / 1e9;
