@@ -167,6 +167,19 @@ fn generate(what: Generated, dir: Option<&std::path::Path>) -> anyhow::Result<()
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Rust ignores SIGPIPE, so a command whose reader went away
+    // (`stats --json --interval 5 | head -1`, `ls | head`) would panic in
+    // println!. The commands that print end quietly as other Unix tools
+    // do; the agent keeps ignoring it, for its sockets.
+    if !matches!(&cli.command, Command::Run(_)) {
+        // SAFETY: at the start of main, before any thread exists.
+        let _ = unsafe {
+            nix::sys::signal::signal(
+                nix::sys::signal::Signal::SIGPIPE,
+                nix::sys::signal::SigHandler::SigDfl,
+            )
+        };
+    }
     let verbose = matches!(&cli.command, Command::Run(a) if a.verbose);
     log::init(verbose);
     let result = match cli.command {
@@ -197,8 +210,13 @@ fn main() -> ExitCode {
         } => client::print(&socket, json, interval, count).map(|_| ExitCode::SUCCESS),
         Command::Top { socket } => top::run(&socket).map(|_| ExitCode::SUCCESS),
         Command::Slurm { hook } => {
-            let rows = || Config::load(None).map(|c| c.rows.map(|r| r.count));
-            match slurm::run_hook(hook, std::path::Path::new(slurm::RECORD_DIR), rows) {
+            let needs = || {
+                Config::load(None).map(|c| slurm::HookNeeds {
+                    rows: c.rows.map(|r| r.count),
+                    qos: c.slurm_rules.iter().any(|r| r.names_qos()),
+                })
+            };
+            match slurm::run_hook(hook, std::path::Path::new(slurm::RECORD_DIR), needs) {
                 Ok(msg) => println!("{msg}"),
                 // `wait` gave up: the SPANK plugin logs it (exit 1).
                 Err(e) if hook == slurm::Hook::Wait => {

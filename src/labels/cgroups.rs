@@ -164,6 +164,11 @@ pub struct Resolved {
     pub slot_ms: Option<u32>,
     /// For a primary gang's own cgroup: its job's cluster row.
     pub row: Option<u32>,
+    /// Slurm job N's own cgroup, as Slurm made it.
+    pub slurm_job: Option<u64>,
+    /// A gang job on more than one node with no row in effect here: it
+    /// runs as its tier's ordinary work, not slotted node by node.
+    pub rowless: bool,
     pub warnings: Vec<String>,
 }
 
@@ -209,7 +214,7 @@ pub fn read_cgroup(mount: &Path, dir: &Path, cfg: &Config) -> Option<Cgroup> {
         .unwrap_or_default();
     let cpu_idle = cfg.honor_cpu_idle
         && std::fs::read_to_string(dir.join("cpu.idle")).is_ok_and(|s| s.trim() == "1");
-    let slurm_job = slurm::job_id(&rel);
+    let slurm_job = slurm::job_id(&rel).filter(|_| slurm::is_made_by_root(dir));
     let record = slurm_job.and_then(|id| slurm::read_record(Path::new(slurm::RECORD_DIR), id));
     // A site rule on the Slurm job's attributes, else one on its path.
     let (rule, rule_slot) = match record.as_ref().and_then(|r| cfg.slurm_rule_for(r)) {
@@ -235,7 +240,12 @@ pub fn read_cgroup(mount: &Path, dir: &Path, cfg: &Config) -> Option<Cgroup> {
         request_slot: request.and_then(|(_, ms)| ms.map(str::to_string)),
         slurm_job,
         trusted_row: read_label(dir, TRUSTED_ROW_XATTR),
-        record_row: record.as_ref().and_then(|r| r.row),
+        // A row is in effect only where this node's config has the rows.
+        record_row: record
+            .as_ref()
+            .and_then(|r| r.row)
+            .filter(|_| cfg.rows.is_some()),
+        spans_nodes: record.as_ref().is_some_and(|r| r.spans_nodes()),
     };
     let cpu_max = std::fs::read_to_string(dir.join("cpu.max"))
         .ok()
@@ -331,6 +341,22 @@ pub fn resolve_one(c: &Cgroup, parent: Option<&Resolved>, default: Class) -> Res
         (Some(_), Class::Gang) => own_row(&c.facts, &mut warnings),
         _ => None,
     };
+    // A job on several nodes runs well as a gang only where its slot
+    // comes at the same moment on each of them, which a row gives. Laid
+    // out node by node its ranks would meet by chance (33-50x its ideal
+    // on two nodes), so without a row here it runs as its tier's ordinary
+    // work, in the deadline order that shares a CPU as EEVDF does.
+    let rowless = own.is_some() && class.is_gang() && c.facts.spans_nodes && row.is_none();
+    let class = if rowless {
+        warnings.push(format!(
+            "{class} job on more than one node without a cluster row here (no [rows] in the config, or none from the controller's `scx_linger slurm row`): runs as ordinary {} work, not a gang",
+            class.tier()
+        ));
+        class.tier()
+    } else {
+        class
+    };
+    let slot_ms = slot_ms.filter(|_| !rowless);
     let parent_is_root = parent_of(&c.rel) == Some("");
     let tie = parent.map(|p| (p.origin, p.job));
     let (origin, job) = match (&source, tie) {
@@ -370,6 +396,8 @@ pub fn resolve_one(c: &Cgroup, parent: Option<&Resolved>, default: Class) -> Res
         heir,
         slot_ms,
         row,
+        slurm_job: c.facts.slurm_job,
+        rowless,
         warnings,
     }
 }
@@ -562,6 +590,74 @@ mod tests {
             "{:?}",
             at("job_9").warnings
         );
+    }
+
+    #[test]
+    fn a_gang_job_on_several_nodes_without_a_row_here_is_no_gang_here() {
+        let scope = "system.slice/n1_slurmstepd.scope";
+        let job = |id: u64, spans_nodes, record_row, class| Cgroup {
+            facts: Facts {
+                slurm_job: Some(id),
+                rule: Some((class, "partition=gang".into())),
+                spans_nodes,
+                record_row,
+                ..Facts::default()
+            },
+            cpu_max: None,
+            ..cg(&format!("{scope}/job_{id}"), id, None, None)
+        };
+        let cgs = vec![
+            cg("", 1, None, None),
+            job(5, false, None, Class::Gang),
+            job(6, true, Some(1), Class::Gang),
+            job(7, true, None, Class::Gang),
+            job(8, true, None, Class::GuestGang),
+            cg(&format!("{scope}/job_7/step_0"), 70, None, None),
+        ];
+        let r = resolve_all(&cgs, Class::Primary);
+        let at = |j: &str| class_of(&r, &format!("{scope}/{j}"));
+        // One node: a gang of this node, as ever. Several, with a row: a
+        // gang in its row.
+        assert_eq!(
+            (at("job_5").class, at("job_5").rowless),
+            (Class::Gang, false)
+        );
+        assert_eq!((at("job_6").class, at("job_6").row), (Class::Gang, Some(1)));
+        // Several nodes and no row: its tier's ordinary work, said once in
+        // `ls`, and its steps with it.
+        for (j, tier) in [("job_7", Class::Primary), ("job_8", Class::Guest)] {
+            let x = at(j);
+            assert_eq!((x.class, x.rowless, x.slot_ms), (tier, true, None), "{j}");
+            assert!(
+                x.warnings
+                    .iter()
+                    .any(|w| w.contains("without a cluster row")),
+                "{:?}",
+                x.warnings
+            );
+        }
+        assert_eq!(at("job_7/step_0").class, Class::Primary);
+        assert_eq!(at("job_7").slurm_job, Some(7));
+    }
+
+    #[test]
+    fn a_job_cgroup_not_made_by_root_is_no_slurm_job() {
+        use std::os::unix::fs::chown;
+        let mount = tempfile::tempdir().unwrap();
+        let job = mount.path().join("system.slice/n1_slurmstepd.scope/job_1");
+        std::fs::create_dir_all(&job).unwrap();
+        let read = || read_cgroup(mount.path(), &job, &Config::default()).unwrap();
+        // The tests run as root, as the agent does: root's is Slurm's.
+        if nix::unistd::geteuid().is_root() {
+            assert_eq!(read().facts.slurm_job, Some(1));
+            chown(&job, Some(1000), None).unwrap();
+            assert_eq!(read().facts.slurm_job, None);
+            chown(&job, Some(0), None).unwrap();
+            chown(job.parent().unwrap(), Some(1000), None).unwrap();
+            assert_eq!(read().facts.slurm_job, None);
+        } else {
+            assert_eq!(read().facts.slurm_job, None);
+        }
     }
 
     #[test]

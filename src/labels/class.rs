@@ -197,6 +197,8 @@ pub struct Facts {
     /// the Slurm job (slurm_rows.rs): root's and the batch system's only.
     pub trusted_row: Option<String>,
     pub record_row: Option<u32>,
+    /// The Slurm job runs on other nodes too (the Prolog's record).
+    pub spans_nodes: bool,
 }
 
 /// The class a cgroup's own labels give it, if any (not inherited).

@@ -107,6 +107,11 @@ pub struct SlurmRule {
 }
 
 impl SlurmRule {
+    /// Does it name a QOS (which the Prolog then needs, however it gets it)?
+    pub fn names_qos(&self) -> bool {
+        self.qos.is_some()
+    }
+
     fn matches(&self, job: &JobRecord) -> bool {
         let one = |m: &Option<GlobMatcher>, v: &Option<String>| match (m, v) {
             (None, _) => true,

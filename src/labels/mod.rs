@@ -5,7 +5,9 @@
 //! (cgroups.rs), the agent's copy of the tree and the events that keep
 //! it current (tree.rs, watch.rs), the site's rules (config.rs), Slurm's job cgroups and the
 //! records its Prolog leaves for them (slurm.rs), the cluster rows
-//! slurmctld hands multi-node gang jobs (slurm_rows.rs), the
+//! slurmctld hands multi-node gang jobs (slurm_rows.rs), Slurm's own
+//! commands run from its hooks and the job records they print
+//! (slurm_client.rs), the
 //! `tag`, `untag` and `ls` commands (tag.rs), and the running agent as
 //! label writers reach it: its pid file and notify signal (agent.rs).
 //!
@@ -19,6 +21,7 @@ pub mod config;
 #[cfg(test)]
 mod hostile_input;
 pub mod slurm;
+pub mod slurm_client;
 pub mod slurm_rows;
 pub mod tag;
 pub mod tree;

@@ -63,6 +63,17 @@ pub struct JobRecord {
     /// The cluster row slurmctld gave a multi-node job (slurm_rows.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row: Option<u32>,
+    /// How many nodes the job spans (SLURM_JOB_NUM_NODES): a job on more
+    /// than one node is a gang here only with its row (cgroups.rs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nodes: Option<u32>,
+}
+
+impl JobRecord {
+    /// Does the job run on other nodes too?
+    pub fn spans_nodes(&self) -> bool {
+        self.nodes.is_some_and(|n| n > 1)
+    }
 }
 
 impl JobRecord {
@@ -94,12 +105,23 @@ fn is_sluid(name: &str) -> bool {
             .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase())
 }
 
+/// The slice Slurm's cgroup/v2 plugin puts slurmstepd's scope in, with
+/// systemd (a transient scope) or without it (`IgnoreSystemd=yes`, a
+/// directory it makes itself): a constant of the plugin, not a setting.
+pub const SLURM_SLICE: &str = "system.slice";
+
 /// The name of a job's own cgroup; None for its steps and for every other
-/// cgroup.
+/// cgroup. Only where Slurm makes one: `system.slice/<scope>/<job>`, the
+/// scope a direct child of the slice. A user's delegated subtree
+/// (`user@.service`, a service with `Delegate=`) lies elsewhere, so a
+/// `x_slurmstepd.scope/job_1` made there names no job; is_made_by_root()
+/// checks the owner too.
 pub fn job_dir(rel: &str) -> Option<JobDir<'_>> {
     let (parent, name) = rel.rsplit_once('/')?;
-    let scope = parent.rsplit('/').next()?;
-    if scope != "slurmstepd.scope" && !scope.ends_with("_slurmstepd.scope") {
+    let (slice, scope) = parent.rsplit_once('/')?;
+    if slice != SLURM_SLICE
+        || (scope != "slurmstepd.scope" && !scope.ends_with("_slurmstepd.scope"))
+    {
         return None;
     }
     if is_sluid(name) {
@@ -147,6 +169,16 @@ pub fn job_id_in(dir: &Path, rel: &str) -> Option<u64> {
 /// job_id_in() with the records where the Prolog leaves them.
 pub fn job_id(rel: &str) -> Option<u64> {
     job_id_in(Path::new(RECORD_DIR), rel)
+}
+
+/// Did root make the job cgroup at `dir` and its scope? slurmstepd runs as
+/// root and makes both; the kernel gives a cgroup its creator's owner, and
+/// a delegated subtree is its user's. A job cgroup owned by anyone else is
+/// not Slurm's, whatever its path says, and takes no job's record.
+pub fn is_made_by_root(dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let root = |p: &Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.uid() == 0);
+    root(dir) && dir.parent().is_some_and(root)
 }
 
 fn sluid_path(dir: &Path, sluid: &str) -> PathBuf {
@@ -238,15 +270,25 @@ pub fn record_from_env(hook: Hook, var: impl Fn(&str) -> Option<String>) -> Resu
         // Anything else is not a name Slurm gives a cgroup: no alias.
         sluid: nonempty("SLURM_JOB_SLUID").filter(|s| is_sluid(s)),
         row: None,
+        nodes: nonempty("SLURM_JOB_NUM_NODES").and_then(|n| n.parse().ok()),
     })
 }
 
-/// Write `text` to `path` whole (a reader never sees half of it).
+/// Write `text` to `path` whole (a reader never sees half of it), root's
+/// alone: a record names the job's account and partition, and only root
+/// (the agent, and `slurm wait` in the SPANK plugin's privileged hook)
+/// reads it.
 fn write_whole(dir: &Path, path: &Path, text: &str) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let tmp = dir.join(format!(".{name}.tmp"));
-    let mut f =
-        std::fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("writing {}", tmp.display()))?;
     f.write_all(text.as_bytes())?;
     std::fs::rename(&tmp, path).with_context(|| format!("writing {}", path.display()))
 }
@@ -254,7 +296,10 @@ fn write_whole(dir: &Path, path: &Path, text: &str) -> Result<()> {
 /// Write a record, and its SLUID alias first: the agent, woken by the
 /// job's cgroup, finds the id before it looks for the record.
 pub fn write_record(dir: &Path, rec: &JobRecord) -> Result<()> {
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir)
+        .and_then(|_| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)))
+        .with_context(|| format!("creating {}", dir.display()))?;
     if let Some(sluid) = &rec.sluid {
         write_whole(dir, &sluid_path(dir, sluid), &rec.job_id.to_string())?;
     }
@@ -318,6 +363,56 @@ impl Hook {
     }
 }
 
+/// What the config asks of the hooks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HookNeeds {
+    /// The count of the cluster's `[rows]`, if it sets them.
+    pub rows: Option<u32>,
+    /// A `[[slurm_rule]]` names a QOS.
+    pub qos: bool,
+}
+
+/// What the Prolog's environment lacks and the config needs, asked of
+/// slurmctld in one question about this job alone: a multi-node job's row
+/// (never in the environment), and its QOS where Slurm is older than
+/// 26.05, which is the first to give it to the Prolog. A job on one node
+/// with its QOS at hand, or a config that needs neither, asks nothing.
+/// Says in a few words what is missing, for the Prolog's line.
+fn complete_record(rec: &mut JobRecord, needs: impl FnOnce() -> Result<HookNeeds>) -> String {
+    let needs = match needs() {
+        Ok(n) => n,
+        Err(e) => return format!(" (no cluster row or QOS: {e:#})"),
+    };
+    let want_row = needs.rows.is_some() && rec.nodes.is_none_or(|n| n >= 2);
+    let want_qos = needs.qos && rec.qos.is_none();
+    let mut note = String::new();
+    if want_row || want_qos {
+        let asked = super::slurm_client::jobs(Some(rec.job_id)).and_then(|jobs| {
+            jobs.into_iter()
+                .find(|j| j.id == rec.job_id)
+                .with_context(|| format!("slurmctld does not list job {}", rec.job_id))
+        });
+        match asked {
+            Ok(job) => {
+                if want_row {
+                    rec.row = slurm_rows::row_in(&job.admin_comment);
+                }
+                if want_qos {
+                    rec.qos = Some(job.qos).filter(|q| !q.is_empty());
+                }
+            }
+            Err(e) => note = format!(" (no cluster row or QOS from slurmctld: {e:#})"),
+        }
+    }
+    if rec.spans_nodes() && rec.row.is_none() {
+        note += &format!(
+            "; on {} nodes without a cluster row, it runs here as ordinary work, not a gang",
+            rec.nodes.unwrap_or(0)
+        );
+    }
+    note
+}
+
 /// `scx_linger slurm prolog|epilog`, in the environment slurmd gives the
 /// script; says in one line what it did. After the Prolog the agent is
 /// poked, in case the job's cgroup is there already (a later Slurm, or
@@ -327,7 +422,7 @@ impl Hook {
 pub fn run_hook(
     hook: Hook,
     dir: &Path,
-    rows: impl FnOnce() -> Result<Option<u32>>,
+    needs: impl FnOnce() -> Result<HookNeeds>,
 ) -> Result<String> {
     let rec = record_from_env(hook, |k| std::env::var(k).ok())?;
     match hook {
@@ -336,16 +431,7 @@ pub fn run_hook(
         }),
         Hook::Prolog => {
             let mut rec = rec;
-            // A multi-node job's row, as slurmctld gave it; without one it
-            // is a gang of this node only, which the line says.
-            let mut note = String::new();
-            let nodes = std::env::var("SLURM_JOB_NUM_NODES")
-                .ok()
-                .and_then(|n| n.trim().parse().ok());
-            match rows().and_then(|rows| slurm_rows::row_of(rec.job_id, nodes, rows)) {
-                Ok(row) => rec.row = row,
-                Err(e) => note = format!(" (no cluster row: {e:#})"),
-            }
+            let note = complete_record(&mut rec, needs);
             write_record(dir, &rec)?;
             super::agent::notify_agent();
             let row = rec
@@ -357,7 +443,11 @@ pub fn run_hook(
                 rec.job_id
             ))
         }
-        Hook::Row => slurm_rows::assign(rec.job_id, rows()?),
+        Hook::Row => slurm_rows::assign(
+            rec.job_id,
+            needs()?.rows,
+            slurm_rows::nodes_in_env(|k| std::env::var(k).ok()),
+        ),
         Hook::Epilog => {
             remove_record(dir, rec.job_id)?;
             Ok(format!("removed Slurm job {}'s record", rec.job_id))
@@ -408,6 +498,16 @@ mod tests {
         assert_eq!(job_id("system.slice/slurmstepd.scope/job_"), None);
         assert_eq!(job_id("system.slice/slurmstepd.scope/job_4x"), None);
         assert_eq!(job_id("job_1"), None);
+        // Only as a direct child of Slurm's slice: not in a user's
+        // delegated subtree, nor below another service.
+        for forged in [
+            "user.slice/user-1000.slice/user@1000.service/x_slurmstepd.scope/job_1",
+            "system.slice/foo.service/x_slurmstepd.scope/job_1",
+            "x_slurmstepd.scope/job_1",
+        ] {
+            assert_eq!(job_id(forged), None, "{forged}");
+            assert!(!is_job_helper(&format!("{forged}/step_extern")), "{forged}");
+        }
         assert_eq!(job_id(""), None);
     }
 

@@ -21,9 +21,12 @@
 //! running job holds it.
 
 use std::path::Path;
-use std::process::Command;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
+use nix::fcntl::{Flock, FlockArg};
+
+use super::slurm_client::{self, JobInfo};
 
 /// The token in a job's AdminComment that holds its row.
 pub const ROW_TOKEN: &str = "linger_row=";
@@ -91,63 +94,25 @@ fn split_top(list: &str) -> Result<Vec<&str>> {
     Ok(parts)
 }
 
-/// A job as `scontrol show job -o` prints it: the fields rows need.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ShownJob {
-    pub id: u64,
-    pub state: String,
-    pub nodes: String,
-    pub row: Option<u32>,
-    /// AdminComment as it was, with our token taken out.
-    pub admin_comment: String,
+/// The row in an AdminComment: our token at its start.
+pub fn row_in(admin_comment: &str) -> Option<u32> {
+    admin_comment
+        .strip_prefix(ROW_TOKEN)?
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()
 }
 
-/// One line of `scontrol show job -o`. AdminComment is the last field
-/// we read and may hold spaces; we keep our token at its start, so that
-/// the row never depends on how the rest of it parses.
-pub fn parse_shown_job(line: &str) -> Option<ShownJob> {
-    let field = |key: &str| {
-        line.split_whitespace()
-            .find_map(|w| w.strip_prefix(key)?.strip_prefix('='))
-    };
-    let id = field("JobId")?.parse().ok()?;
-    let comment = line
-        .find(" AdminComment=")
-        .map(|at| &line[at + " AdminComment=".len()..])
-        .map(|rest| {
-            // The value runs to the next " Key=" (scontrol's next field).
-            let end = rest
-                .match_indices(' ')
-                .find(|(i, _)| {
-                    let word = rest[i + 1..].split_whitespace().next().unwrap_or("");
-                    word.split_once('=').is_some_and(|(k, _)| {
-                        !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    }) && !word.starts_with(ROW_TOKEN)
-                })
-                .map_or(rest.len(), |(i, _)| i);
-            &rest[..end]
-        })
-        .unwrap_or("");
-    let comment = if comment == "(null)" { "" } else { comment };
-    let row = comment
-        .strip_prefix(ROW_TOKEN)
-        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-        .and_then(|r| r.parse().ok());
-    let admin_comment = match row {
-        Some(_) => comment
-            .strip_prefix(ROW_TOKEN)
-            .map(|r| r.trim_start_matches(|c: char| c.is_ascii_digit()))
-            .map(|r| r.trim_start_matches(';').trim_end().to_string())
-            .unwrap_or_default(),
-        None => comment.trim_end().to_string(),
-    };
-    Some(ShownJob {
-        id,
-        state: field("JobState").unwrap_or("").to_string(),
-        nodes: field("NodeList").unwrap_or("").to_string(),
-        row,
-        admin_comment,
-    })
+/// An AdminComment without our token: what the site had there.
+pub fn without_row(admin_comment: &str) -> &str {
+    match admin_comment.strip_prefix(ROW_TOKEN) {
+        Some(r) => r
+            .trim_start_matches(|c: char| c.is_ascii_digit())
+            .trim_start_matches(';')
+            .trim_end(),
+        None => admin_comment.trim_end(),
+    }
 }
 
 /// The AdminComment that gives a job `row`, keeping what was there.
@@ -176,92 +141,118 @@ pub fn choose_row(count: u32, nodes: &[String], others: &[(Vec<String>, u32)]) -
 
 /// Job states in which a job holds its row: it runs, or is being started
 /// (PrologSlurmctld runs while it is CONFIGURING), or is stopped or
-/// suspended on its nodes.
-fn holds_row(state: &str) -> bool {
-    matches!(
-        state,
-        "RUNNING" | "CONFIGURING" | "SUSPENDED" | "STOPPED" | "COMPLETING"
-    )
+/// suspended on its nodes (slurm_client::ROW_HOLDING_STATES).
+fn holds_row(states: &[String]) -> bool {
+    states.iter().any(|s| {
+        matches!(
+            s.as_str(),
+            "RUNNING" | "CONFIGURING" | "SUSPENDED" | "STOPPED" | "COMPLETING"
+        )
+    })
 }
 
-/// The rows held by the jobs in `shown` (the output of `scontrol show job
-/// -o`), other than `job`, with their nodes.
-pub fn held_rows(shown: &str, job: u64) -> Result<Vec<(Vec<String>, u32)>> {
+/// The rows held by `jobs` other than `job`, with their nodes.
+pub fn held_rows(jobs: &[JobInfo], job: u64) -> Result<Vec<(Vec<String>, u32)>> {
     let mut out = Vec::new();
-    for j in shown.lines().filter_map(parse_shown_job) {
-        if j.id == job || !holds_row(&j.state) {
-            continue;
-        }
-        if let Some(row) = j.row {
+    for j in jobs.iter().filter(|j| j.id != job && holds_row(&j.states)) {
+        if let Some(row) = row_in(&j.admin_comment) {
             out.push((expand_hostlist(&j.nodes)?, row));
         }
     }
     Ok(out)
 }
 
-/// Run `scontrol` with `args`; its stdout. Slurm runs its prologs with
-/// no PATH, so the usual places are tried after PATH.
-fn scontrol(args: &[&str]) -> Result<String> {
-    let found = [
-        "/usr/bin/scontrol",
-        "/usr/local/bin/scontrol",
-        "/opt/slurm/bin/scontrol",
-    ]
-    .into_iter()
-    .find(|p| Path::new(p).exists())
-    .unwrap_or("scontrol");
-    let out = Command::new(found)
-        .args(args)
-        .output()
-        .with_context(|| format!("running {found} (is Slurm's client installed?)"))?;
-    if !out.status.success() {
-        bail!(
-            "scontrol {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
+/// Where concurrent PrologSlurmctlds take turns: the row one picks must
+/// be in its job's record before the next one looks. A directory of
+/// slurmctld's user's own (mode 0700, checked), in /run/lock, which
+/// anyone may write: nobody else can open the lock inside it to hold it.
+const LOCK_DIR: &str = "/run/lock/scx_linger-rows";
+
+/// How long a PrologSlurmctld waits for the lock. slurmctld waits for its
+/// PrologSlurmctld without a limit, the job in CONFIGURING meanwhile, so
+/// past this the job gets its row without the lock, and the line says
+/// so: at worst two jobs starting together share a row.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// Take the rows lock within `wait`; why not, if not.
+fn lock_rows(dir: &Path, wait: Duration) -> std::result::Result<Flock<std::fs::File>, String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+    let me = nix::unistd::geteuid().as_raw();
+    let _ = std::fs::DirBuilder::new().mode(0o700).create(dir);
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    if !meta.is_dir() || meta.uid() != me || meta.mode() & 0o077 != 0 {
+        return Err(format!(
+            "{} is not a directory of uid {me} alone (uid {}, mode {:o}): remove it",
+            dir.display(),
+            meta.uid(),
+            meta.mode() & 0o7777
+        ));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    let path = dir.join("lock");
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let started = Instant::now();
+    loop {
+        match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
+            Ok(l) => return Ok(l),
+            Err((f, _)) if started.elapsed() < wait => {
+                file = f;
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err((_, e)) => {
+                return Err(format!(
+                    "{} still held after {wait:?} ({e})",
+                    path.display()
+                ))
+            }
+        }
+    }
 }
 
-/// Where concurrent PrologSlurmctlds take turns: the row one picks must
-/// be in its job's record before the next one looks.
-const LOCK: &str = "/run/lock/scx_linger-rows.lock";
+/// How many nodes a job's PrologSlurmctld says it has: SLURM_JOB_NUM_NODES,
+/// else its SLURM_JOB_NODELIST counted (slurmctld sets that always).
+pub fn nodes_in_env(var: impl Fn(&str) -> Option<String>) -> Option<usize> {
+    if let Some(n) = var("SLURM_JOB_NUM_NODES").and_then(|n| n.trim().parse().ok()) {
+        return Some(n);
+    }
+    expand_hostlist(&var("SLURM_JOB_NODELIST")?)
+        .ok()
+        .map(|n| n.len())
+}
 
 /// `slurm row`, slurmctld's PrologSlurmctld: give job `job` its row if it
 /// spans more than one node and the config sets `[rows]` (`rows`, their
-/// count). Says what it did in one line.
-pub fn assign(job: u64, rows: Option<u32>) -> Result<String> {
+/// count). A job on one node (its environment says) returns at once,
+/// with no lock and no question to slurmctld. Says what it did in one
+/// line.
+pub fn assign(job: u64, rows: Option<u32>, nodes: Option<usize>) -> Result<String> {
+    if nodes.is_some_and(|n| n < 2) {
+        return Ok(format!(
+            "job {job} runs on one node: it needs no cluster row"
+        ));
+    }
     let Some(count) = rows else {
         return Ok(format!(
-            "job {job}: the config sets no [rows]: no cluster row to give"
+            "job {job}: the config sets no [rows]: no cluster row to give; a job on several nodes runs as ordinary work there, not a gang"
         ));
     };
-    // Without the lock the row is still chosen, but two jobs starting at
-    // once may pick the same one: the line says so.
-    let lock = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(LOCK)
-        .and_then(|f| {
-            nix::fcntl::Flock::lock(f, nix::fcntl::FlockArg::LockExclusive)
-                .map_err(|(_, e)| e.into())
-        });
+    let lock = lock_rows(Path::new(LOCK_DIR), LOCK_WAIT);
     let unlocked = match &lock {
         Ok(_) => String::new(),
-        Err(e) => format!(" (without the lock {LOCK}: {e})"),
+        Err(e) => format!(" (without the lock: {e})"),
     };
-    let shown = scontrol(&["show", "job", "-o"])?;
-    let Some(me) = shown
-        .lines()
-        .filter_map(parse_shown_job)
-        .find(|j| j.id == job)
-    else {
-        bail!("job {job} is not in `scontrol show job`");
+    let jobs = slurm_client::jobs(None)?;
+    let Some(me) = jobs.iter().find(|j| j.id == job) else {
+        bail!("job {job} is not among Slurm's running jobs");
     };
     // slurmctld runs it again for a job still starting when it restarts:
     // the job keeps its row.
-    if let Some(row) = me.row {
+    if let Some(row) = row_in(&me.admin_comment) {
         return Ok(format!("job {job} keeps cluster row {row}"));
     }
     let nodes = expand_hostlist(&me.nodes)?;
@@ -270,32 +261,21 @@ pub fn assign(job: u64, rows: Option<u32>) -> Result<String> {
             "job {job} runs on one node: it needs no cluster row"
         ));
     }
-    let row = choose_row(count, &nodes, &held_rows(&shown, job)?);
-    let comment = admin_comment_with_row(row, &me.admin_comment);
-    scontrol(&[
-        "update",
-        &format!("JobId={job}"),
-        &format!("AdminComment={comment}"),
-    ])?;
+    let row = choose_row(count, &nodes, &held_rows(&jobs, job)?);
+    let comment = admin_comment_with_row(row, without_row(&me.admin_comment));
+    slurm_client::run(
+        "scontrol",
+        &[
+            "update",
+            &format!("JobId={job}"),
+            &format!("AdminComment={comment}"),
+        ],
+    )?;
     drop(lock);
     Ok(format!(
         "job {job} holds cluster row {row} of {count} on {}{unlocked}",
         me.nodes
     ))
-}
-
-/// The row slurmctld gave job `job`, for a node's Prolog: None for a job
-/// on one node (`num_nodes`, SLURM_JOB_NUM_NODES) or without `[rows]`.
-pub fn row_of(job: u64, num_nodes: Option<u32>, rows: Option<u32>) -> Result<Option<u32>> {
-    if rows.is_none() || num_nodes.is_some_and(|n| n < 2) {
-        return Ok(None);
-    }
-    let shown = scontrol(&["show", "job", "-o", &job.to_string()])?;
-    Ok(shown
-        .lines()
-        .filter_map(parse_shown_job)
-        .find(|j| j.id == job)
-        .and_then(|j| j.row))
 }
 
 #[cfg(test)]
@@ -322,30 +302,79 @@ mod tests {
         }
     }
 
-    const SHOWN: &str = "JobId=7 JobName=a UserId=u(1000) JobState=RUNNING Reason=None NodeList=n[1-2] BatchHost=n1 AdminComment=linger_row=1;site note here Comment=linger_row=9\n\
-JobId=8 JobName=b JobState=RUNNING NodeList=n[2-3] AdminComment=(null)\n\
-JobId=9 JobName=c JobState=COMPLETED NodeList=n[1-2] AdminComment=linger_row=0\n\
-JobId=10 JobName=d JobState=PENDING NodeList=(null)\n";
+    fn job(id: u64, state: &str, nodes: &str, admin_comment: &str) -> JobInfo {
+        JobInfo {
+            id,
+            states: vec![state.into()],
+            nodes: nodes.into(),
+            admin_comment: admin_comment.into(),
+            qos: String::new(),
+        }
+    }
 
     #[test]
     fn jobs_rows_come_from_admin_comment_only() {
-        let jobs: Vec<ShownJob> = SHOWN.lines().filter_map(parse_shown_job).collect();
-        assert_eq!(jobs.len(), 4);
-        assert_eq!((jobs[0].id, jobs[0].row), (7, Some(1)));
-        assert_eq!(jobs[0].admin_comment, "site note here");
-        assert_eq!(jobs[0].nodes, "n[1-2]");
-        // A user's own Comment field is not a row.
-        assert_eq!(jobs[1].row, None);
-        assert_eq!(jobs[1].admin_comment, "");
+        let jobs = [
+            job(7, "RUNNING", "n[1-2]", "linger_row=1;site note here"),
+            job(8, "RUNNING", "n[2-3]", ""),
+            job(9, "COMPLETED", "n[1-2]", "linger_row=0"),
+            job(10, "PENDING", "", "site note"),
+        ];
+        assert_eq!(row_in(&jobs[0].admin_comment), Some(1));
+        assert_eq!(without_row(&jobs[0].admin_comment), "site note here");
+        assert_eq!((row_in(""), without_row("")), (None, ""));
+        assert_eq!(row_in("note linger_row=3"), None, "only at the start");
+        assert_eq!(without_row("site note"), "site note");
         assert_eq!(
-            admin_comment_with_row(2, &jobs[0].admin_comment),
+            admin_comment_with_row(2, without_row(&jobs[0].admin_comment)),
             "linger_row=2;site note here"
         );
         assert_eq!(admin_comment_with_row(0, ""), "linger_row=0");
         // Finished jobs hold nothing; the job itself is left out.
-        let held = held_rows(SHOWN, 8).unwrap();
+        let held = held_rows(&jobs, 8).unwrap();
         assert_eq!(held, vec![(vec!["n1".to_string(), "n2".to_string()], 1)]);
-        assert!(held_rows(SHOWN, 7).unwrap().is_empty());
+        assert!(held_rows(&jobs, 7).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_one_node_job_is_known_from_its_environment() {
+        let env = |pairs: &[(&str, &str)]| {
+            let m: std::collections::HashMap<String, String> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            move |k: &str| m.get(k).cloned()
+        };
+        assert_eq!(nodes_in_env(env(&[("SLURM_JOB_NUM_NODES", "1")])), Some(1));
+        assert_eq!(
+            nodes_in_env(env(&[("SLURM_JOB_NODELIST", "n[1-3]")])),
+            Some(3)
+        );
+        assert_eq!(nodes_in_env(env(&[])), None);
+        // Neither the lock nor slurmctld is asked for it.
+        let line = assign(7, Some(3), Some(1)).unwrap();
+        assert!(line.contains("one node"), "{line}");
+    }
+
+    #[test]
+    fn the_rows_lock_is_its_users_alone_and_never_waited_for_past_its_limit() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("rows");
+        let held = lock_rows(&dir, Duration::ZERO).unwrap();
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        // Held elsewhere: given up after the wait, and said.
+        let started = Instant::now();
+        let e = lock_rows(&dir, Duration::from_millis(100)).unwrap_err();
+        assert!(e.contains("still held"), "{e}");
+        assert!(started.elapsed() < Duration::from_secs(2));
+        drop(held);
+        assert!(lock_rows(&dir, Duration::ZERO).is_ok());
+        // A directory others may write in is no lock of ours.
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let e = lock_rows(&dir, Duration::ZERO).unwrap_err();
+        assert!(e.contains("remove it"), "{e}");
     }
 
     #[test]

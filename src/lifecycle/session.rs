@@ -171,6 +171,9 @@ struct Published {
     /// unlabelled cgroups coming and going are `debug`, else a burst of
     /// thousands of cgroups is thousands of lines in the journal.
     said: String,
+    /// The multi-node jobs running without a row here that the log has
+    /// named (by cgroup id), so that each is named once.
+    rowless: std::collections::BTreeSet<u64>,
 }
 
 /// Hand BPF the labels of every cgroup in `tree` (resolved again below
@@ -193,6 +196,22 @@ fn publish_labels(
     let count = |c: Class| resolved.clone().filter(|r| r.own && r.class == c).count();
     let counts = Class::ALL.map(|c| format!("{} {c}", count(c))).join(", ");
     let own = resolved.clone().filter(|r| r.own).count();
+    let rowless: std::collections::BTreeSet<u64> = resolved
+        .clone()
+        .filter(|r| r.rowless)
+        .map(|r| r.id)
+        .collect();
+    for r in resolved
+        .clone()
+        .filter(|r| r.rowless && !published.rowless.contains(&r.id))
+    {
+        let job = r
+            .slurm_job
+            .map(|j| format!("Slurm job {j} (/{})", r.rel))
+            .unwrap_or_else(|| format!("/{}", r.rel));
+        warn!("{job} spans several nodes and has no cluster row here: it runs as ordinary {} work, not a gang slotted on this node alone", r.class);
+    }
+    published.rowless = rowless;
     let result = sched.sync_labels(want);
     if result.is_ok() {
         // BPF has every class now: release the Slurm jobs waiting on it.
@@ -200,7 +219,7 @@ fn publish_labels(
             Path::new(slurm::RECORD_DIR),
             resolved
                 .clone()
-                .filter_map(|r| Some((slurm::job_id(&r.rel)?, r.class.name()))),
+                .filter_map(|r| Some((r.slurm_job?, r.class.name()))),
         );
     }
     // The stats' copy is made again only when an answer changed.

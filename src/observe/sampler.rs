@@ -22,7 +22,6 @@ use crate::bpf::program::Scheduler;
 use crate::gangs::rotation::Rotation;
 use crate::labels::cgroups::Resolved;
 use crate::labels::class::Class;
-use crate::labels::slurm;
 use crate::node;
 
 /// Readings the run-delay percentiles span (about 10 s).
@@ -239,7 +238,7 @@ impl Sampler {
                 path: format!("/{}", r.rel),
                 class: r.class.to_string(),
                 source: r.source.to_string(),
-                slurm_job_id: slurm::job_id(&r.rel),
+                slurm_job_id: r.slurm_job,
                 cpu_seconds: ja.cpu_ns as f64 / 1e9,
                 cpus_now: ja.cpu_ns.saturating_sub(before) as f64 / 1e9 / dt,
                 threads_runnable: ja.nr_runnable.max(0) as u64,
