@@ -135,7 +135,15 @@ fn the_unit_takes_its_flags_from_a_file_and_keeps_job_records_across_restarts() 
             .map(str::to_string)
             .collect()
     };
-    assert_eq!(values("RuntimeDirectory"), ["scx_linger"]);
+    assert_eq!(values("RuntimeDirectory"), ["scx_linger scx"]);
+    assert!(
+        values("ReadWritePaths").is_empty(),
+        "only its own directories of /run"
+    );
+    // Jobs start after the scheduler is in place.
+    assert!(values("Before")[0]
+        .split_whitespace()
+        .any(|u| u == "slurmd.service"));
     assert_eq!(values("RuntimeDirectoryPreserve"), ["yes"]);
     assert_eq!(values("EnvironmentFile"), ["-/etc/default/scx_linger"]);
     assert!(values("ExecStart")[0].ends_with(" $SCX_LINGER_FLAGS"));
@@ -152,6 +160,16 @@ fn the_unit_takes_its_flags_from_a_file_and_keeps_job_records_across_restarts() 
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/labels/slurm.rs"))
             .unwrap();
     assert!(slurm.contains("RECORD_DIR: &str = \"/run/scx_linger/slurm\""));
+    let agent =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/labels/agent.rs"))
+            .unwrap();
+    assert!(agent.contains("PID_FILE: &str = \"/run/scx_linger/agent.pid\""));
+    let stats = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/src/observe/scx_stats.rs"
+    ))
+    .unwrap();
+    assert!(stats.contains("SOCKET: &str = \"/var/run/scx/root/stats\""));
     // The file the unit reads ships with the package, as a conffile.
     let env = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use log::warn;
 
-/// Where a running agent records its pid.
-pub const PID_FILE: &str = "/run/scx_linger.pid";
+/// Where a running agent records its pid: in its runtime directory, the
+/// one of /run the unit lets it write.
+pub const PID_FILE: &str = "/run/scx_linger/agent.pid";
 
 /// The agent's pid file, removed when it is dropped (a killed agent
 /// leaves it behind; agent_pid() then finds no scx_linger behind it).
@@ -23,6 +24,14 @@ pub struct PidFile(PathBuf);
 impl PidFile {
     /// Write our pid to `path`; None (and a warning) if it cannot be.
     pub fn create(path: &Path) -> Option<PidFile> {
+        // Outside the unit nobody made the directory: readable by all,
+        // as the unit's RuntimeDirectory is.
+        if let Some(dir) = path.parent().filter(|d| !d.exists()) {
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::create_dir_all(dir).and_then(|_| {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755))
+            });
+        }
         match std::fs::write(path, format!("{}\n", std::process::id())) {
             Ok(()) => Some(PidFile(path.to_path_buf())),
             Err(e) => {

@@ -256,6 +256,18 @@ pub fn serve(latest: Latest, path: &Path, group: Option<&str>) -> Result<StatsSe
     if let Some(gid) = gid {
         std::os::unix::fs::chown(path, None, Some(gid))
             .with_context(|| format!("giving {} to group {gid}", path.display()))?;
+        // scx_stats makes the directories above it with the agent's umask
+        // (0700 under the unit's UMask=0077): let the group pass through
+        // them, as everyone may through /run; the socket's own mode and
+        // group decide who connects.
+        for dir in path.ancestors().skip(1).take(2) {
+            let mode = std::fs::metadata(dir)
+                .with_context(|| format!("reading {}", dir.display()))?
+                .permissions()
+                .mode();
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o011))
+                .with_context(|| format!("setting the mode of {}", dir.display()))?;
+        }
     }
     Ok(server)
 }
