@@ -18,6 +18,7 @@ mod package;
 mod preflight;
 mod rows;
 mod slurm;
+mod slurm_hostile;
 mod soak;
 mod stats;
 mod trace;

@@ -41,7 +41,7 @@ fn node() -> String {
 /// The SPANK plugin, built by `cargo xtask test` (xtask/src/spank.rs).
 const SPANK_PLUGIN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/slurm/linger_spank.so");
 
-struct Cluster {
+pub(crate) struct Cluster {
     dir: PathBuf,
     daemons: Vec<Child>,
 }
@@ -105,7 +105,7 @@ pub(crate) fn munge_and_cgroups() {
 impl Cluster {
     /// munged, slurmctld and slurmd, the agent's Prolog and Epilog, the
     /// SPANK plugin; returns once the node is idle.
-    fn start() -> Cluster {
+    pub(crate) fn start() -> Cluster {
         prepare_node();
         assert!(
             Path::new(SPANK_PLUGIN).exists(),
@@ -192,7 +192,12 @@ impl Cluster {
         c
     }
 
-    fn cmd(&self, prog: &str) -> Command {
+    /// The cluster's slurm.conf.
+    pub(crate) fn conf(&self) -> PathBuf {
+        self.dir.join("slurm.conf")
+    }
+
+    pub(crate) fn cmd(&self, prog: &str) -> Command {
         let mut c = Command::new(prog);
         c.env("SLURM_CONF", self.dir.join("slurm.conf"));
         c
@@ -215,7 +220,7 @@ impl Cluster {
     /// Submit a batch job that spins `threads` CPU hogs for `secs`. Its
     /// first line writes the class the agent had applied to the job by
     /// then, if any (see first_line()).
-    fn spin_job(&self, args: &[&str], threads: usize, secs: u32) -> u64 {
+    pub(crate) fn spin_job(&self, args: &[&str], threads: usize, secs: u32) -> u64 {
         let script = format!(
             "#!/bin/sh\necho \"applied: $(cat {RECORDS}/$SLURM_JOB_ID.applied 2>/dev/null)\"\n\
              for i in $(seq {threads}); do timeout {secs} sh -c 'while :; do :; done' & done\n\
@@ -319,7 +324,7 @@ fn kill_job_cgroups() {
 }
 
 /// Job `id`'s own cgroup (found under whichever slurmstepd scope).
-fn job_cgroup(id: u64) -> Option<PathBuf> {
+pub(crate) fn job_cgroup(id: u64) -> Option<PathBuf> {
     fs::read_dir("/sys/fs/cgroup/system.slice")
         .ok()?
         .filter_map(Result::ok)
@@ -620,7 +625,7 @@ fn spinners(id: u64) -> Vec<i32> {
 
 /// The agent with a site rule that makes the `parallel` partition's jobs
 /// gangs (written to `name` in the results dir, returned), and a cluster.
-fn gang_partition(name: &str) -> (Agent, Cluster, PathBuf) {
+pub(crate) fn gang_partition(name: &str) -> (Agent, Cluster, PathBuf) {
     require_guest();
     let cfg = results_dir().join(name);
     fs::write(

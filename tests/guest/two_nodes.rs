@@ -670,10 +670,9 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         let p = dir.join(name);
         fs::write(
             &p,
-            format!(
-                "#!/bin/sh\nexport SLURM_CONF={}\nexec {AGENT} slurm {hook}\n",
-                slurm_conf().display()
-            ),
+            // The hooks find the daemons' slurm.conf themselves (slurmd
+            // hands its Prolog SLURM_CONF; slurm row reads slurmctld's).
+            format!("#!/bin/sh\nexec {AGENT} slurm {hook}\n"),
         )
         .unwrap();
         sh(&format!("chmod 755 {}", p.display()));
