@@ -416,8 +416,8 @@ fn complete_record(rec: &mut JobRecord, needs: impl FnOnce() -> Result<HookNeeds
 /// `scx_linger slurm prolog|epilog`, in the environment slurmd gives the
 /// script; says in one line what it did. After the Prolog the agent is
 /// poked, in case the job's cgroup is there already (a later Slurm, or
-/// PrologFlags without Contain). `rows` reads the config's `[rows]`
-/// count, for the hooks that need it (not `wait`, which runs before
+/// PrologFlags without Contain). `needs` reads what the config asks of
+/// the hooks, for those that need it (not `wait`, which runs before
 /// every task).
 pub fn run_hook(
     hook: Hook,
