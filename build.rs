@@ -23,6 +23,7 @@ const UNITS: &[&str] = &[
     "bpf/gang_run.bpf.c",
     "bpf/guard.bpf.c",
     "bpf/llc.bpf.c",
+    "bpf/machinery.bpf.c",
     "bpf/preempt.bpf.c",
     "bpf/reclassify.bpf.c",
     "bpf/relief.bpf.c",

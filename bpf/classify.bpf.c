@@ -67,10 +67,12 @@ static bool describe_cgroup(struct cgroup *cgrp, struct class_task *c)
 			c->class = label->class;
 			c->gang = label->gang;
 			c->job = label->job;
+			c->machinery = label->machinery;
 		} else {
 			c->class = label->heir_class;
 			c->gang = label->heir_gang;
 			c->job = label->heir_job;
+			c->machinery = label->heir_machinery;
 			if (!c->job)
 				c->job = top ? BPF_CORE_READ(top, kn, id) : ROOT_CGROUP_ID;
 		}
@@ -81,14 +83,15 @@ static bool describe_cgroup(struct cgroup *cgrp, struct class_task *c)
 
 /*
  * A task outside every job: primary, never in a gang, the root's job.
- * Kernel threads always are (the node's own work comes first), and so is
- * a task no entry describes (only before the agent's first scan).
+ * Kernel threads always are, and are the node's machinery; so is a task
+ * no entry describes (only before the agent's first scan), which is not.
  */
-static u32 system_task(struct class_task *c)
+static u32 system_task(struct class_task *c, bool kthread)
 {
 	c->class = LINGER_CLASS_PRIMARY;
 	c->gang = LINGER_GANG_NONE;
 	c->job = ROOT_CGROUP_ID;
+	c->machinery = kthread;
 	return c->tier = LINGER_TIER_PRIMARY;
 }
 
@@ -150,7 +153,7 @@ __noinline u32 task_tier(const struct task_struct *p __arg_trusted,
 		return LINGER_TIER_PRIMARY;
 	c = &tctx->cls;
 	if (p->flags & PF_KTHREAD)
-		return system_task(c);
+		return system_task(c, true);
 
 	/*
 	 * Plain loads, not BPF_CORE_READ(): every event passes here, and each
@@ -160,7 +163,7 @@ __noinline u32 task_tier(const struct task_struct *p __arg_trusted,
 	 */
 	cgrp = p->cgroups->dfl_cgrp;
 	if (!cgrp)
-		return system_task(c);
+		return system_task(c, false);
 	cgid = cgrp->kn->id;
 	gen = label_gen;
 	if ((c->cgid == cgid && c->gen == gen) || held_through_own_move(p, c))
@@ -170,7 +173,7 @@ __noinline u32 task_tier(const struct task_struct *p __arg_trusted,
 	c->gen = gen;
 	stat_inc(LINGER_STAT_CLASSIFY);
 	if (!describe_cgroup(cgrp, c) || c->class >= LINGER_NR_CLASSES)
-		return system_task(c);
+		return system_task(c, false);
 	if (gang_of_ref(c->gang) >= LINGER_MAX_GANGS)
 		c->gang = LINGER_GANG_NONE;
 	c->tier = class_tier(c->class);

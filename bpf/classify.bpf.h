@@ -18,7 +18,7 @@ struct class_task {
 	u32	class;		/* enum linger_class */
 	u32	tier;		/* enum linger_tier: class_tier(class) */
 	u32	gang;		/* enum linger_gang_ref: its gang, if numbered */
-	u32	pad;
+	u32	machinery;	/* the node's own work (machinery.bpf.c) */
 	u64	moved_at;	/* its run time + 1 when it began moving itself */
 };
 

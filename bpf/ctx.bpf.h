@@ -7,7 +7,8 @@
  * read it): which class it is in (classify), its vtime tier (vtime), its
  * cgroup's weight (weight), its accounting (account), its gang
  * bookkeeping (gang), its guard grant (guard), how it was
- * woken (wakeup), its cpu.max-limited cgroups (bandwidth). Storage:
+ * woken (wakeup), its cpu.max-limited cgroups (bandwidth), its turn as
+ * the node's machinery (machinery). Storage:
  * ctx.bpf.c; look-ups: below.
  */
 #ifndef __SCX_LINGER_CTX_BPF_H
@@ -19,6 +20,7 @@
 #include "classify.bpf.h"
 #include "gang.bpf.h"
 #include "guard.bpf.h"
+#include "machinery.bpf.h"
 #include "vtime.bpf.h"
 #include "wakeup.bpf.h"
 #include "weight.bpf.h"
@@ -32,6 +34,7 @@ struct task_ctx {
 	struct guard_task	guard;
 	struct wakeup_task	wk;
 	struct bw_task		bw;
+	struct machinery_task	mach;
 };
 
 /* Per-CPU state, touched only by its own CPU. */

@@ -50,6 +50,8 @@ struct cpu_gang {
 	u32	swap_gang;
 	u64	swap_at;
 	bool	released;
+	/* The node's machinery's budget on this CPU (machinery.bpf.c). */
+	u64	machinery_clock;
 };
 
 /* One gang's current slot, for skew and partial-start accounting. */

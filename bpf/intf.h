@@ -186,6 +186,13 @@ struct linger_label {
 	u32	heir_class;	/* what a not yet described descendant gets */
 	u32	heir_gang;
 	u64	heir_job;	/* 0: the descendant's own top-level cgroup */
+	/*
+	 * The node's machinery (bpf/machinery.bpf.c): its system services
+	 * and Slurm's step daemons, which the agent names (always primary).
+	 * Kernel threads are machinery without an entry.
+	 */
+	u32	machinery;
+	u32	heir_machinery;
 };
 
 /*
@@ -335,6 +342,7 @@ enum linger_stat {
 	LINGER_STAT_GANG_HOME_SWAP,	/* member outside its gang's home sent to a CPU there */
 	LINGER_STAT_BW_THROTTLE,	/* task held back: its cgroup used its cpu.max quota */
 	LINGER_STAT_READER_GRANT,	/* guest inside an RCU read-side section given a slice */
+	LINGER_STAT_MACHINERY,		/* the node's machinery took a gang member's CPU as it woke */
 	LINGER_NR_STATS,
 };
 
@@ -348,5 +356,7 @@ enum linger_stat {
 #define LINGER_DEFAULT_OPEN_PCT			10ULL
 #define LINGER_DEFAULT_RELIEF_PERIOD_US		40000ULL
 #define LINGER_DEFAULT_RELIEF_SLICE_US		2000ULL
+#define LINGER_DEFAULT_MACHINERY_PERIOD_US	200000ULL
+#define LINGER_DEFAULT_MACHINERY_SLICE_US	20000ULL
 
 #endif /* __SCX_LINGER_INTF_H */

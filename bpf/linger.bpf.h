@@ -32,6 +32,8 @@ extern const volatile u64 guard_interval_ns;
 extern const volatile u64 guard_slice_ns;
 extern const volatile u64 relief_period_ns;
 extern const volatile u64 relief_slice_ns;
+extern const volatile u64 machinery_period_ns;
+extern const volatile u64 machinery_slice_ns;
 extern const volatile bool wake_preempt;
 extern const volatile u32 smt_guests;
 extern const volatile u64 watchdog_ns;

@@ -38,6 +38,7 @@
  */
 #include "ctx.bpf.h"
 #include "llc.bpf.h"
+#include "machinery.bpf.h"
 #include "preempt.bpf.h"
 #include "reclassify.bpf.h"
 #include "relief.bpf.h"
@@ -80,6 +81,16 @@ const volatile u64 guard_slice_ns = LINGER_DEFAULT_GUARD_SLICE_US * 1000;
  */
 const volatile u64 relief_period_ns = LINGER_DEFAULT_RELIEF_PERIOD_US * 1000;
 const volatile u64 relief_slice_ns = LINGER_DEFAULT_RELIEF_SLICE_US * 1000;
+
+/*
+ * The node's machinery beside gangs (machinery.bpf.c): kernel threads,
+ * system services and step daemons take a gang member's CPU as they wake,
+ * within machinery_slice_ns in every machinery_period_ns of each CPU:
+ * 10% by default, what the gangs can lose to them, with a 20 ms burst
+ * that a job's start-up or a Prolog runs in at once. 0 disables.
+ */
+const volatile u64 machinery_period_ns = LINGER_DEFAULT_MACHINERY_PERIOD_US * 1000;
+const volatile u64 machinery_slice_ns = LINGER_DEFAULT_MACHINERY_SLICE_US * 1000;
 
 /*
  * Preemption within the primary tier (wakeup.bpf.c): a primary whose
@@ -143,6 +154,7 @@ __hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
 	bw_charge(p, tctx, ran, now);
 	gang_charge_run(scx_bpf_task_cpu(p), tctx, ran);
 	relief_charge(ran);
+	machinery_charge(tctx, ran);
 }
 
 /*
@@ -312,6 +324,7 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	struct task_ctx *tctx = lookup_task_ctx(p);
 	u32 tier = task_tier(p, tctx);
 	u32 gang = sched_gang(tctx);
+	u64 slice;
 	u32 llc;
 	s32 cpu;
 
@@ -373,6 +386,17 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 			stat_inc(LINGER_STAT_DIRECT_IDLE);
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
 					   enq_flags);
+			return;
+		}
+		/*
+		 * The node's machinery waking on a CPU a gang member holds:
+		 * a turn there at once, within the CPU's budget
+		 * (machinery.bpf.c), before anything else is considered.
+		 */
+		slice = machinery_turn(tctx, scx_bpf_task_cpu(p), enq_flags);
+		if (slice) {
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice,
+					   enq_flags | SCX_ENQ_PREEMPT);
 			return;
 		}
 		/*

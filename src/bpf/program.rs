@@ -85,6 +85,10 @@ pub struct Tunables {
     pub guard_slice: Duration,
     pub relief_period: Duration,
     pub relief_slice: Duration,
+    /// The node's machinery's budget per CPU beside gangs
+    /// (bpf/machinery.bpf.c).
+    pub machinery_period: Duration,
+    pub machinery_slice: Duration,
     /// Wake-up preemption among primaries (bpf/wakeup.bpf.c).
     pub wake_preempt: bool,
     /// sched_ext's partial mode: only SCHED_EXT tasks are ours.
@@ -166,6 +170,8 @@ impl<'obj> Scheduler<'obj> {
         rodata.guard_slice_ns = ns(t.guard_slice);
         rodata.relief_period_ns = ns(t.relief_period);
         rodata.relief_slice_ns = ns(t.relief_slice);
+        rodata.machinery_period_ns = ns(t.machinery_period);
+        rodata.machinery_slice_ns = ns(t.machinery_slice);
         rodata.wake_preempt = t.wake_preempt;
         rodata.watchdog_ns = u64::from(watchdog_ms) * 1_000_000;
         rodata.accounting = t.accounting;
@@ -177,7 +183,7 @@ impl<'obj> Scheduler<'obj> {
         let skel = scx_ops_load!(open, linger_ops, uei)?;
         topology::write_siblings(&skel, &places, queues, t.smt_guests);
         info!(
-            "loaded{}: primary slice {} us (wake-up preemption {}), guest slice {} us, guard {} us every {} ms, gang relief {} us per {} us",
+            "loaded{}: primary slice {} us (wake-up preemption {}), guest slice {} us, guard {} us every {} ms, gang relief {} us per {} us, machinery {} us per {} us a CPU",
             if t.partial {
                 " in partial mode (SCHED_EXT tasks only)"
             } else {
@@ -190,6 +196,8 @@ impl<'obj> Scheduler<'obj> {
             t.guard_interval.as_millis(),
             t.relief_slice.as_micros(),
             t.relief_period.as_micros(),
+            t.machinery_slice.as_micros(),
+            t.machinery_period.as_micros(),
         );
         info!(
             "cpu.max limits enforced, as {}",

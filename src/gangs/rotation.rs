@@ -109,6 +109,8 @@ impl Rotation {
                     heir_class: r.heir.class.bpf_value(),
                     heir_gang: gang_of(r.heir.class, r.heir.origin).0,
                     heir_job: r.heir.job.unwrap_or(0),
+                    machinery: r.machinery.into(),
+                    heir_machinery: r.heir.machinery.into(),
                 };
                 (r.id, entry)
             })

@@ -169,6 +169,10 @@ pub struct Resolved {
     /// A gang job on more than one node with no row in effect here: it
     /// runs as its tier's ordinary work, not slotted node by node.
     pub rowless: bool,
+    /// The node's own machinery (is_machinery()): always primary, and
+    /// beside gangs it takes a member's CPU as it wakes, within a budget
+    /// (bpf/machinery.bpf.c). Its unseen descendants are too.
+    pub machinery: bool,
     pub warnings: Vec<String>,
 }
 
@@ -246,6 +250,7 @@ pub fn read_cgroup(mount: &Path, dir: &Path, cfg: &Config) -> Option<Cgroup> {
             .and_then(|r| r.row)
             .filter(|_| cfg.rows.is_some()),
         spans_nodes: record.as_ref().is_some_and(|r| r.spans_nodes()),
+        delegated: meta.uid() != 0,
     };
     let cpu_max = std::fs::read_to_string(dir.join("cpu.max"))
         .ok()
@@ -265,6 +270,9 @@ pub struct Heir {
     pub origin: Option<u64>,
     /// None: the descendant's own top-level cgroup.
     pub job: Option<u64>,
+    /// The node's machinery: a new service below system.slice is; a new
+    /// top-level cgroup (the root's heir) is not.
+    pub machinery: bool,
 }
 
 pub fn parent_of(rel: &str) -> Option<&str> {
@@ -324,6 +332,10 @@ pub fn resolve_one(c: &Cgroup, parent: Option<&Resolved>, default: Class) -> Res
             },
         }
     };
+    // The node's own machinery is primary whatever the default class:
+    // the services the node and its jobs run on, not a job.
+    let machinery = is_machinery(c, &source, parent);
+    let class = if machinery { Class::Primary } else { class };
     // A gang is its job's tasks: Slurm's own helpers inside the job
     // (its step daemons, the extern step) run as ordinary work of the
     // job's tier, so that they neither count in the gang's size nor
@@ -377,12 +389,14 @@ pub fn resolve_one(c: &Cgroup, parent: Option<&Resolved>, default: Class) -> Res
             class: default,
             origin: None,
             job: None,
+            machinery: false,
         }
     } else {
         Heir {
             class,
             origin,
             job: Some(job),
+            machinery,
         }
     };
     Resolved {
@@ -398,7 +412,34 @@ pub fn resolve_one(c: &Cgroup, parent: Option<&Resolved>, default: Class) -> Res
         row,
         slurm_job: c.facts.slurm_job,
         rowless,
+        machinery,
         warnings,
+    }
+}
+
+/// Is `c` the node's own machinery: what the node and every job's start
+/// run on, rather than a job? `init.scope` and `system.slice` and what
+/// lies below them, unlabelled, outside Slurm's job cgroups (slurmd,
+/// munged, chronyd, sshd, this agent); and each step's daemon inside a
+/// Slurm job (slurmstepd), whatever the job's class. Never a cgroup
+/// someone other than root owns: a delegated subtree is its user's,
+/// wherever it is. Not the root cgroup: under systemd it holds kernel
+/// threads alone, which the BPF side counts as machinery itself, and on
+/// a node without systemd everything starts there, jobs too.
+fn is_machinery(c: &Cgroup, source: &Source, parent: Option<&Resolved>) -> bool {
+    if c.rel.is_empty() || c.facts.delegated {
+        return false;
+    }
+    if slurm::is_step_daemon(&c.rel) {
+        return true;
+    }
+    if c.facts.slurm_job.is_some() || *source != Source::Default {
+        return false;
+    }
+    match parent {
+        Some(p) if p.rel.is_empty() => c.rel == "system.slice" || c.rel == "init.scope",
+        Some(p) => p.machinery,
+        None => false,
     }
 }
 
@@ -695,19 +736,97 @@ mod tests {
         for task in ["", "/step_0", "/step_0/user/task_0"] {
             assert_eq!(at(task).class, Class::GuestGang, "{task:?}");
         }
-        for helper in [
-            "/step_0/slurm",
-            "/step_extern",
-            "/step_extern/user/task_special",
-        ] {
+        for helper in ["/step_extern", "/step_extern/user/task_special"] {
             let h = at(helper);
             // The job's tier, its CPU time still the job's.
             assert_eq!(
-                (h.class, h.heir.class, h.job),
-                (Class::Guest, Class::Guest, 4),
+                (h.class, h.heir.class, h.job, h.machinery),
+                (Class::Guest, Class::Guest, 4, false),
                 "{helper}"
             );
         }
+        // The step daemon is the node's machinery, whatever the job's
+        // class: a guest job's slurmstepd must still answer a cancel under
+        // full primary load. Its CPU time is still the job's.
+        let d = at("/step_0/slurm");
+        assert_eq!(
+            (d.class, d.heir.class, d.job, d.machinery),
+            (Class::Primary, Class::Primary, 4, true)
+        );
+    }
+
+    #[test]
+    fn the_nodes_machinery_is_its_services_and_step_daemons_and_nothing_a_user_owns() {
+        let owned_by_user = |rel: &str, id| Cgroup {
+            facts: Facts {
+                delegated: true,
+                ..Facts::default()
+            },
+            ..cg(rel, id, None, None)
+        };
+        let job = Cgroup {
+            facts: Facts {
+                slurm_job: Some(7),
+                ..Facts::default()
+            },
+            ..cg("system.slice/slurmstepd.scope/job_7", 7, None, None)
+        };
+        let cgs = vec![
+            cg("", 1, None, None),
+            cg("init.scope", 2, None, None),
+            cg("system.slice", 3, None, None),
+            cg("system.slice/slurmd.service", 4, None, None),
+            cg("system.slice/munge.service", 5, None, None),
+            cg("system.slice/batch.service", 6, Some("guest"), None),
+            job,
+            cg("system.slice/slurmstepd.scope", 8, None, None),
+            cg("system.slice/slurmstepd.scope/job_7/step_0", 9, None, None),
+            cg(
+                "system.slice/slurmstepd.scope/job_7/step_0/slurm",
+                10,
+                None,
+                None,
+            ),
+            owned_by_user("system.slice/delegated.service", 11),
+            cg("user.slice", 12, None, None),
+            cg("user.slice/user-1000.slice", 13, None, None),
+            cg("kubepods.slice", 14, None, None),
+        ];
+        // Whatever the default class: the services are the node's.
+        let r = resolve_all(&cgs, Class::Guest);
+        let m = |rel: &str| {
+            let x = class_of(&r, rel);
+            (x.machinery, x.class)
+        };
+        for rel in [
+            "init.scope",
+            "system.slice",
+            "system.slice/slurmd.service",
+            "system.slice/munge.service",
+            "system.slice/slurmstepd.scope",
+            "system.slice/slurmstepd.scope/job_7/step_0/slurm",
+        ] {
+            assert_eq!(m(rel), (true, Class::Primary), "{rel}");
+        }
+        assert!(
+            !class_of(&r, "").machinery,
+            "the root holds jobs without systemd"
+        );
+        for rel in [
+            "system.slice/batch.service",
+            "system.slice/slurmstepd.scope/job_7",
+            "system.slice/slurmstepd.scope/job_7/step_0",
+            "system.slice/delegated.service",
+            "user.slice",
+            "user.slice/user-1000.slice",
+            "kubepods.slice",
+        ] {
+            assert_eq!(m(rel), (false, Class::Guest), "{rel}");
+        }
+        // A new service is the node's before the agent sees it; a new
+        // top-level cgroup is not.
+        assert!(!class_of(&r, "").heir.machinery);
+        assert!(class_of(&r, "system.slice").heir.machinery);
     }
 
     #[test]
@@ -749,7 +868,8 @@ mod tests {
             Heir {
                 class: Class::Guest,
                 origin: None,
-                job: None
+                job: None,
+                machinery: false,
             }
         );
         let rank = class_of(&r, "batch/rank0");
@@ -759,7 +879,8 @@ mod tests {
             Heir {
                 class: Class::Gang,
                 origin: Some(2),
-                job: Some(2)
+                job: Some(2),
+                machinery: false,
             }
         );
     }

@@ -199,6 +199,9 @@ pub struct Facts {
     pub record_row: Option<u32>,
     /// The Slurm job runs on other nodes too (the Prolog's record).
     pub spans_nodes: bool,
+    /// Someone other than root owns the directory: a delegated subtree,
+    /// which is its user's, never the node's machinery.
+    pub delegated: bool,
 }
 
 /// The class a cgroup's own labels give it, if any (not inherited).

@@ -153,6 +153,21 @@ pub fn is_job_helper(rel: &str) -> bool {
     })
 }
 
+/// Is `rel` a step's daemon, `<job>/step_<n>/slurm`, where slurmstepd runs
+/// for every step (the batch and extern steps' too)? Slurm's own, whatever
+/// the job: the node's machinery (bpf/machinery.bpf.c). Unlike the
+/// helpers above, not the extern step's `user/` part, which holds what
+/// `pam_slurm_adopt` adopts: the user's own sessions.
+pub fn is_step_daemon(rel: &str) -> bool {
+    let Some((step, daemon)) = rel.rsplit_once('/') else {
+        return false;
+    };
+    let Some((job, step)) = step.rsplit_once('/') else {
+        return false;
+    };
+    daemon == "slurm" && step.starts_with("step_") && job_dir(job).is_some()
+}
+
 /// The Slurm job id of a job's own cgroup, either naming: a SLUID through
 /// the alias its Prolog left in `dir` (None without one).
 pub fn job_id_in(dir: &Path, rel: &str) -> Option<u64> {
@@ -483,6 +498,26 @@ mod tests {
             "system.slice/other.scope/job_42/step_0/slurm"
         ));
         assert!(!is_job_helper("jobs/step_extern"));
+    }
+
+    #[test]
+    fn step_daemons_are_the_slurm_cgroups_of_each_step_only() {
+        let job = "system.slice/n1_slurmstepd.scope/job_42";
+        for d in ["step_0/slurm", "step_batch/slurm", "step_extern/slurm"] {
+            assert!(is_step_daemon(&format!("{job}/{d}")), "{d}");
+        }
+        for other in [
+            "step_0",
+            "step_0/user/task_0",
+            "step_extern/user/task_special",
+            "step_0/slurm/x",
+            "slurm",
+        ] {
+            assert!(!is_step_daemon(&format!("{job}/{other}")), "{other}");
+        }
+        assert!(!is_step_daemon(
+            "user.slice/x_slurmstepd.scope/job_1/step_0/slurm"
+        ));
     }
 
     #[test]

@@ -11,8 +11,10 @@ use crate::observe::scx_stats;
 #[derive(clap::Args, Debug)]
 pub struct RunArgs {
     /// Config file with cgroup rules (default: /etc/scx_linger/config.toml
-    /// if present). An unreadable or invalid config stops the start.
-    #[arg(long)]
+    /// if present). An unreadable or invalid config stops the start. Given
+    /// twice, the last wins: the unit passes the default before the
+    /// environment file's flags, which may name another.
+    #[arg(long, overrides_with = "config")]
     pub config: Option<PathBuf>,
 
     /// Slice of a primary task, in microseconds. Long by default: compute
@@ -51,6 +53,20 @@ pub struct RunArgs {
     #[arg(long, default_value_t = intf::LINGER_DEFAULT_RELIEF_SLICE_US as u64,
           value_parser = clap::value_parser!(u64).range(50..=100_000))]
     pub relief_slice_us: u64,
+
+    /// The node's machinery (kernel threads, system services, Slurm's
+    /// step daemons) beside gangs: it takes a gang member's CPU as it
+    /// wakes, for at most --machinery-slice-us in every this many
+    /// microseconds of each CPU (0: it waits like other work).
+    #[arg(long, default_value_t = intf::LINGER_DEFAULT_MACHINERY_PERIOD_US as u64,
+          value_parser = clap::value_parser!(u64).range(0..=10_000_000))]
+    pub machinery_period_us: u64,
+
+    /// The node's machinery beside gangs: what it may run per period on
+    /// each CPU, and the longest burst it banks, in microseconds.
+    #[arg(long, default_value_t = intf::LINGER_DEFAULT_MACHINERY_SLICE_US as u64,
+          value_parser = clap::value_parser!(u64).range(50..=1_000_000))]
+    pub machinery_slice_us: u64,
 
     /// No wake-up preemption among primaries: a primary that sleeps most
     /// of its time (a shell, a daemon, an MPI progress thread, cyclictest)
@@ -197,5 +213,30 @@ impl SmtGuests {
             SmtGuests::Avoid => intf::linger_smt_guests_LINGER_SMT_GUESTS_AVOID,
             SmtGuests::Share => intf::linger_smt_guests_LINGER_SMT_GUESTS_SHARE,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Run {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    #[test]
+    fn a_config_named_in_the_environment_file_wins_over_the_units_default() {
+        let run = Run::try_parse_from([
+            "run",
+            "--config",
+            "/etc/scx_linger/config.toml",
+            "--config",
+            "/etc/scx_linger/site.toml",
+        ])
+        .unwrap();
+        assert_eq!(run.args.config, Some("/etc/scx_linger/site.toml".into()));
     }
 }

@@ -127,6 +127,8 @@ pub fn run(args: &RunArgs) -> Result<Exit> {
         guard_slice: Duration::from_micros(args.guard_slice_us),
         relief_period: Duration::from_micros(args.relief_period_us),
         relief_slice: Duration::from_micros(args.relief_slice_us),
+        machinery_period: Duration::from_micros(args.machinery_period_us),
+        machinery_slice: Duration::from_micros(args.machinery_slice_us),
         wake_preempt: !args.no_wake_preempt,
         partial: args.partial,
         smt_guests: args.smt_guests.bpf_value(),

@@ -11,6 +11,7 @@ mod kernel_progress;
 mod lifecycle;
 mod limits;
 mod load;
+mod machinery;
 mod many_cpus;
 mod mpi;
 mod node_shaped;
