@@ -170,8 +170,13 @@ pub fn ls(mount: &Path, cfg: &Config, all: bool) -> Result<String> {
         let slot = r
             .slot_ms
             .map_or(String::new(), |ms| format!(", slot {ms} ms"));
+        let machinery = if r.machinery {
+            ", the node's machinery"
+        } else {
+            ""
+        };
         out.push_str(&format!(
-            "{:<width$}  {:<10}  {}{slot}\n",
+            "{:<width$}  {:<10}  {}{slot}{machinery}\n",
             format!("/{}", r.rel),
             r.class.name(),
             r.source
