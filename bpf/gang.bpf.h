@@ -52,6 +52,8 @@ struct cpu_gang {
 	bool	released;
 	/* The node's machinery's budget on this CPU (machinery.bpf.c). */
 	u64	machinery_clock;
+	/* A machinery turn is claimed here and not over: members wait. */
+	bool	machinery_turn;
 };
 
 /* One gang's current slot, for skew and partial-start accounting. */

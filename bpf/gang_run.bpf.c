@@ -57,7 +57,9 @@ __noinline bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	u32 running, rg;
 
-	if (!cg || cg->released || reservation_held(cg, scx_bpf_now()))
+	/* A turn of the node's machinery runs out its budget first. */
+	if (!cg || cg->released || cg->machinery_turn ||
+	    reservation_held(cg, scx_bpf_now()))
 		return false;
 	running = cg->running;
 	if (running != LINGER_GANG_NONE) {

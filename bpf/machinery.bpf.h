@@ -24,6 +24,12 @@ struct machinery_task {
  * takes there at once, preempting the member, or 0 if it takes none.
  */
 u64 machinery_turn(struct task_ctx *tctx, s32 cpu, u64 enq_flags);
+/*
+ * select_cpu(): machinery @p woke: a CPU a member of an admitted primary
+ * gang holds, its last one first, where it claimed a turn (of
+ * tctx->mach.grant ns), or -1.
+ */
+s32 machinery_pick(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu);
 /* A slice of @tctx's task ended after @ran ns: settle its turn, if one. */
 void machinery_charge(struct task_ctx *tctx, u64 ran);
 

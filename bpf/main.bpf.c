@@ -306,6 +306,16 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 				   SCX_ENQ_PREEMPT);
 		return cpu;
 	}
+	/*
+	 * The node's machinery, while gangs hold every CPU: a member's CPU,
+	 * for a turn within that CPU's budget (machinery.bpf.c).
+	 */
+	cpu = machinery_pick(p, tctx, prev_cpu);
+	if (cpu >= 0 && tctx) {
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tctx->mach.grant,
+				   SCX_ENQ_PREEMPT);
+		return cpu;
+	}
 	wakeup_note_select(tctx, wake_flags);
 	return prev_cpu;
 }

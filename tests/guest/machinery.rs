@@ -14,20 +14,56 @@ use crate::common::*;
 use crate::gang::{job_threads, start_job, ITERS};
 use crate::trace::{self, percentile};
 
-/// A daemon's pattern: 1 ms of work every 20 ms (5% of a CPU, which is
-/// relief's whole budget on the node and half the machinery's on one CPU).
+/// A daemon's pattern: 0.5 ms of work every 20 ms, 2.5% of a CPU (half
+/// of relief's budget for the whole node), in an interpreter that costs
+/// as much again on these emulated CPUs.
 const DAEMON: &str = "import time\n\
 while True:\n\
     t = time.perf_counter()\n\
-    while time.perf_counter() - t < 0.001:\n\
+    while time.perf_counter() - t < 0.0005:\n\
         pass\n\
     time.sleep(0.02)\n";
+
+/// What held the CPUs during the waits over 10 ms: each pid that ran in
+/// one, but for gang members, with its name, most run time first.
+fn held_during_long_waits(timed: &[(f64, f64)], runs: &[trace::Run], members: &[i32]) -> String {
+    let mut by_pid: std::collections::HashMap<i32, f64> = std::collections::HashMap::new();
+    let mut long = 0;
+    for &(t0, w) in timed.iter().filter(|(_, w)| *w > 0.010) {
+        long += 1;
+        for r in runs.iter().filter(|r| r.end > t0 && r.start < t0 + w) {
+            let ran = r.end.min(t0 + w) - r.start.max(t0);
+            *by_pid
+                .entry(if members.contains(&r.pid) { -1 } else { r.pid })
+                .or_default() += ran;
+        }
+    }
+    let mut v: Vec<(i32, f64)> = by_pid.into_iter().collect();
+    v.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let names: Vec<String> = v
+        .iter()
+        .take(6)
+        .map(|(pid, ran)| {
+            let name = match pid {
+                -1 => "gang members".to_string(),
+                0 => "idle".to_string(),
+                p => std::fs::read_to_string(format!("/proc/{p}/comm"))
+                    .map(|c| format!("{}[{p}]", c.trim()))
+                    .unwrap_or_else(|_| format!("[{p}]")),
+            };
+            format!("{name} {:.0} ms", ran * 1e3)
+        })
+        .collect();
+    format!("{long} waits over 10 ms, held by {}", names.join(", "))
+}
 
 /// What one run measured.
 struct Seen {
     p50_ms: f64,
     p99_ms: f64,
     wakes: usize,
+    /// What held the CPUs while it waited longest.
+    held: String,
     /// The gangs' CPU time over the window, as a share of both CPUs.
     gang_share: f64,
 }
@@ -39,9 +75,28 @@ fn daemon_beside(cg: &TestCgroup, gangs: &[&TestCgroup; 2], window: Duration) ->
     let mut daemon: Child = spawn_in(cg, &format!("exec python3 -c '{DAEMON}'"));
     std::thread::sleep(Duration::from_millis(800));
     let tids = trace::threads_of(daemon.id());
-    let before = gangs.map(|g| usage_us(&g.path).unwrap_or(0));
-    let mut waits = trace::record_wake_waits(window, &tids);
-    let after = gangs.map(|g| usage_us(&g.path).unwrap_or(0));
+    // The gangs' share over the trace's window alone: reading and parsing
+    // the trace afterwards takes longer than the window on these CPUs.
+    let mut before = [0; 2];
+    let mut after = [0; 2];
+    let (timed, runs) = trace::record_wake_waits_around(
+        window,
+        &tids,
+        || before = gangs.map(|g| usage_us(&g.path).unwrap_or(0)),
+        || after = gangs.map(|g| usage_us(&g.path).unwrap_or(0)),
+    );
+    let members: Vec<i32> = gangs
+        .iter()
+        .flat_map(|g| {
+            std::fs::read_to_string(g.path.join("cgroup.threads"))
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.trim().parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect();
+    let held = held_during_long_waits(&timed, &runs, &members);
+    let mut waits: Vec<f64> = timed.iter().map(|(_, w)| *w).collect();
     let _ = daemon.kill();
     let _ = daemon.wait();
     let used: u64 = (0..2).map(|i| after[i].saturating_sub(before[i])).sum();
@@ -50,6 +105,7 @@ fn daemon_beside(cg: &TestCgroup, gangs: &[&TestCgroup; 2], window: Duration) ->
         p50_ms: percentile(&mut waits, 50) * 1e3,
         p99_ms: percentile(&mut waits, 99) * 1e3,
         wakes,
+        held,
         gang_share: used as f64 / (2.0 * window.as_micros() as f64),
     }
 }
@@ -83,7 +139,14 @@ fn the_nodes_machinery_wakes_at_once_beside_gangs_that_fill_every_cpu() {
             job_threads(j, 2);
         }
         std::thread::sleep(Duration::from_secs(1));
-        let seen = daemon_beside(cg, &[&a, &b], window);
+        let mut seen = daemon_beside(cg, &[&a, &b], window);
+        if agent.is_some() {
+            let ev = &stats_json()["events"];
+            seen.held += &format!(
+                "; machinery turns {}, relief {}, gang switches {}",
+                ev["machinery"], ev["gang_relief"], ev["gang_switch"]
+            );
+        }
         for j in &mut jobs {
             let _ = j.kill();
             let _ = j.wait();
@@ -100,15 +163,16 @@ fn the_nodes_machinery_wakes_at_once_beside_gangs_that_fill_every_cpu() {
     let on = run(Some(&[]), &service);
     let line = |name: &str, s: &Seen| {
         format!(
-            "{name} p50 {:.2} ms, p99 {:.2} ms ({} wake-ups), gangs {:.0}% of the CPUs",
+            "{name} p50 {:.2} ms, p99 {:.2} ms ({} wake-ups; {}), gangs {:.0}% of the CPUs",
             s.p50_ms,
             s.p99_ms,
             s.wakes,
+            s.held,
             s.gang_share * 100.0
         )
     };
     figure(&format!(
-        "machinery: a daemon waking every 20 ms for 1 ms beside two gangs filling both CPUs: {}; {}; {}; {}",
+        "machinery: a daemon waking every 20 ms for 0.5 ms beside two gangs filling both CPUs: {}; {}; {}; {}",
         line("as a service", &on),
         line("the rule off", &off),
         line("as a job of its own", &as_job),
@@ -125,13 +189,19 @@ fn the_nodes_machinery_wakes_at_once_beside_gangs_that_fill_every_cpu() {
         off.p99_ms
     );
     assert!(
+        on.p99_ms < (2.0 * eevdf.p99_ms).max(5.0),
+        "a service waited p99 {:.2} ms beside gangs, under EEVDF {:.2} ms",
+        on.p99_ms,
+        eevdf.p99_ms
+    );
+    assert!(
         on.p50_ms < as_job.p50_ms,
         "a job of its own was served as soon as a service: {:.2} / {:.2} ms",
         as_job.p50_ms,
         on.p50_ms
     );
     assert!(
-        on.gang_share > 0.8,
+        on.gang_share > 0.85,
         "the gangs kept {:.0}% of the CPUs beside the service",
         on.gang_share * 100.0
     );

@@ -92,10 +92,20 @@ fn a_jobs_name_cannot_forge_its_row() {
     // The controller's hook sees H as the one-node job it is.
     let row = run_hook(&c, "row", h, &[]);
     assert!(row.contains("one node"), "{row}");
-    let comment = sh(&format!(
-        "SLURM_CONF={} scontrol show job {h} | grep -o 'AdminComment=[^ ]*' || true",
+    // Its AdminComment as Slurm holds it (its JSON; its name, in the
+    // text, still reads like one).
+    let json: serde_json::Value = serde_json::from_str(&sh(&format!(
+        "SLURM_CONF={} squeue --json",
         c.conf().display()
-    ));
+    )))
+    .unwrap();
+    let shown = json["jobs"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|j| j["job_id"].as_u64() == Some(h))
+        .unwrap_or_else(|| panic!("job {h} is not in squeue's JSON"));
+    let comment = shown["admin_comment"].as_str().unwrap_or("");
     assert!(!comment.contains("linger_row"), "{comment}");
     drop(c);
     drop(agent);

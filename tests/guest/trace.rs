@@ -227,6 +227,46 @@ pub fn record_wake_waits(window: Duration, tids: &[i32]) -> Vec<f64> {
     wake_waits(&text, tids)
 }
 
+/// Each wake-up of one of `tids` over `window` (when it was woken, how
+/// long it waited), and every run on every CPU meanwhile; `first` runs as
+/// the window opens and `last` as it closes (before the trace is read
+/// back).
+pub fn record_wake_waits_around(
+    window: Duration,
+    tids: &[i32],
+    first: impl FnOnce(),
+    last: impl FnOnce(),
+) -> (Vec<(f64, f64)>, Vec<Run>) {
+    let (text, ()) = record("mono", &["sched_wakeup", "sched_switch"], || {
+        first();
+        std::thread::sleep(window);
+        last();
+    });
+    (timed_wake_waits(&text, tids), runs_from_trace(&text))
+}
+
+/// wake_waits(), with when each wake-up came.
+pub fn timed_wake_waits(text: &str, tids: &[i32]) -> Vec<(f64, f64)> {
+    let mut woken: HashMap<i32, f64> = HashMap::new();
+    let mut waits = Vec::new();
+    for (_, ts, event, fields) in text.lines().filter_map(parse_line) {
+        match event {
+            "wakeup" => {
+                if let Some(pid) = field(fields, "pid").filter(|p| tids.contains(p)) {
+                    woken.entry(pid).or_insert(ts);
+                }
+            }
+            "switch" => {
+                if let Some(t0) = field(fields, "next_pid").and_then(|p| woken.remove(&p)) {
+                    waits.push((t0, ts - t0));
+                }
+            }
+            _ => {}
+        }
+    }
+    waits
+}
+
 /// A task's longest wait for a CPU in a trace: ready (woken, new, or
 /// switched out still runnable) to running again, as the kernel's own
 /// tracepoints show it.
@@ -412,24 +452,10 @@ fn parse_runs(text: &str, edges: bool) -> Vec<Run> {
 
 /// Wake-up to running, for each wake-up of one of `tids` in `text`.
 pub fn wake_waits(text: &str, tids: &[i32]) -> Vec<f64> {
-    let mut woken: HashMap<i32, f64> = HashMap::new();
-    let mut waits = Vec::new();
-    for (_, ts, event, fields) in text.lines().filter_map(parse_line) {
-        match event {
-            "wakeup" => {
-                if let Some(pid) = field(fields, "pid").filter(|p| tids.contains(p)) {
-                    woken.entry(pid).or_insert(ts);
-                }
-            }
-            "switch" => {
-                if let Some(t0) = field(fields, "next_pid").and_then(|p| woken.remove(&p)) {
-                    waits.push(ts - t0);
-                }
-            }
-            _ => {}
-        }
-    }
-    waits
+    timed_wake_waits(text, tids)
+        .into_iter()
+        .map(|(_, w)| w)
+        .collect()
 }
 
 /// The parts of `runs` at times where `keep` holds, sampled every 100 us
