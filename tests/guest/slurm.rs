@@ -88,6 +88,21 @@ pub(crate) fn start_munged(spawn: impl FnOnce(&mut Command) -> Child) -> Child {
     child
 }
 
+/// Start `cmd` in `system.slice/<unit>`, where systemd starts a site's
+/// daemons (slurmd.service, munge.service, ...): the node's machinery, as
+/// on a real node. The guest has no systemd, so the test places them.
+pub(crate) fn as_service<'a>(cmd: &'a mut Command, unit: &str) -> &'a mut Command {
+    use std::os::unix::process::CommandExt;
+    let dir = Path::new(CGROUP_ROOT).join("system.slice").join(unit);
+    fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("mkdir {}: {e}", dir.display()));
+    let procs = dir.join("cgroup.procs");
+    // SAFETY: the child only writes its pid to a file before it execs.
+    unsafe {
+        cmd.pre_exec(move || fs::write(&procs, std::process::id().to_string()));
+    }
+    cmd
+}
+
 /// What munged and slurmd need on a guest without systemd: munge's
 /// directories, and `system.slice` with the controllers enabled down to it.
 pub(crate) fn munge_and_cgroups() {
@@ -170,17 +185,19 @@ impl Cluster {
                 .spawn()
                 .unwrap()
         };
-        let mut daemons = vec![start_munged(spawn)];
-        daemons.push(spawn(
+        let mut daemons = vec![start_munged(|c| spawn(as_service(c, "munge.service")))];
+        daemons.push(spawn(as_service(
             Command::new("slurmctld")
                 .args(["-D", "-i", "-f"])
                 .arg(&conf),
-        ));
-        daemons.push(spawn(
+            "slurmctld.service",
+        )));
+        daemons.push(spawn(as_service(
             Command::new("slurmd")
                 .args(["-D", "-N", &node, "-f"])
                 .arg(&conf),
-        ));
+            "slurmd.service",
+        )));
         let c = Cluster { dir, daemons };
         let idle = wait_until(Duration::from_secs(60), || c.node_state() == "idle");
         assert!(

@@ -14,6 +14,11 @@
 //! both with the same key; slurmctld on n1 with our PrologSlurmctld;
 //! slurmd on both with our Prolog and Epilog; each node's agent with the
 //! same config, whose site rule makes the `gang` partition's jobs gangs.
+//! As a site runs them: each daemon in its own service cgroup below
+//! `system.slice` (the node's machinery, bpf/machinery.bpf.c), slurm.conf
+//! outside /etc/slurm and named by `-f` and SLURM_CONF in the daemons'
+//! environment alone (the hooks find it themselves), and Slurm's default
+//! timeouts.
 
 use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -23,7 +28,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::slurm::{munge_and_cgroups, sh, start_munged};
+use crate::slurm::{as_service, munge_and_cgroups, sh, start_munged};
 use crate::trace::{self, Run};
 
 const NET: &str = "192.0.2";
@@ -78,10 +83,12 @@ fn join_link(n: u32) {
     munge_and_cgroups();
 }
 
-/// A daemon of this node, its output in the shared results folder.
+/// A daemon of this node, in its own service cgroup as systemd would
+/// start it, its output in the shared results folder.
 fn daemon(name: &str, cmd: &mut Command) -> Child {
     let out = fs::File::create(results_dir().join(format!("n{}-{name}.out", this_node()))).unwrap();
-    cmd.env("SLURM_CONF", slurm_conf())
+    as_service(cmd, &format!("{name}.service"))
+        .env("SLURM_CONF", slurm_conf())
         .stdout(out.try_clone().unwrap())
         .stderr(out)
         .spawn()
@@ -688,8 +695,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
              ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n\
              SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/backfill\n\
              PrologFlags=Contain\nProlog={d}/prolog.sh\nEpilog={d}/epilog.sh\nPrologSlurmctld={d}/row.sh\n\
-             MpiDefault=none\nReturnToService=2\nSlurmdTimeout=120\n\
-             MessageTimeout=60\nBatchStartTimeout=120\n\
+             MpiDefault=none\nReturnToService=2\n\
              NodeName=n1 NodeAddr={a1} CPUs=1 State=UNKNOWN\n\
              NodeName=n2 NodeAddr={a2} CPUs=1 State=UNKNOWN\n\
              PartitionName=gang Nodes=n1,n2 Default=YES OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n",
