@@ -52,8 +52,8 @@ struct cpu_gang {
 	bool	released;
 	/* The node's machinery's budget on this CPU (machinery.bpf.c). */
 	u64	machinery_clock;
-	/* A machinery turn is claimed here and not over: members wait. */
-	bool	machinery_turn;
+	/* Machinery waits in this CPU's local DSQ: members wait for it. */
+	bool	machinery_waiting;
 };
 
 /* One gang's current slot, for skew and partial-start accounting. */

@@ -57,8 +57,8 @@ __noinline bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	u32 running, rg;
 
-	/* A turn of the node's machinery runs out its budget first. */
-	if (!cg || cg->released || cg->machinery_turn ||
+	/* The node's machinery waiting here runs first (machinery.bpf.c). */
+	if (!cg || cg->released || cg->machinery_waiting ||
 	    reservation_held(cg, scx_bpf_now()))
 		return false;
 	running = cg->running;

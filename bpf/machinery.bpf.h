@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * machinery.bpf.h - the node's own machinery beside gangs: kernel
- * threads, system services and Slurm's step daemons take a gang member's
- * CPU as they wake, within a budget per CPU. Design: machinery.bpf.c.
+ * threads, system services and Slurm's step daemons wait at most a tick
+ * for a gang member's CPU, within a budget per CPU. Design:
+ * machinery.bpf.c.
  */
 #ifndef __SCX_LINGER_MACHINERY_BPF_H
 #define __SCX_LINGER_MACHINERY_BPF_H
@@ -11,26 +12,31 @@
 
 struct task_ctx;
 
-/* Per-task part (ctx.bpf.h): the turn it was given, until it is settled. */
+/*
+ * Per-task part (ctx.bpf.h): the slice it was placed with, and whether
+ * its next slice is charged to that CPU's budget.
+ */
 struct machinery_task {
-	u64	grant;		/* ns claimed from grant_cpu's budget; 0: none */
-	s32	grant_cpu;
-	u32	pad;
+	u64	slice;
+	bool	placed;
 };
 
 /*
- * enqueue(): machinery task @tctx woke (@enq_flags) to run on @cpu, which
- * a member of an admitted primary gang holds: the slice of the turn it
- * takes there at once, preempting the member, or 0 if it takes none.
+ * enqueue(): machinery task @tctx woke (@enq_flags) on @cpu: the slice it
+ * waits in @cpu's local DSQ with, for the member there to yield at its
+ * next tick, or 0 if @cpu is not a member's or its budget is spent.
  */
 u64 machinery_turn(struct task_ctx *tctx, s32 cpu, u64 enq_flags);
 /*
- * select_cpu(): machinery @p woke: a CPU a member of an admitted primary
- * gang holds, its last one first, where it claimed a turn (of
- * tctx->mach.grant ns), or -1.
+ * select_cpu(): machinery @p woke: a CPU a member holds, its last one
+ * first, where it waits with tctx->mach.slice; or -1.
  */
 s32 machinery_pick(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu);
-/* A slice of @tctx's task ended after @ran ns: settle its turn, if one. */
-void machinery_charge(struct task_ctx *tctx, u64 ran);
+/* tick(): machinery waits for @cpu and its budget holds: end the run. */
+bool machinery_tick(s32 cpu);
+/* dispatch(): @cpu's local DSQ is empty: no machinery waits there. */
+void machinery_dispatching(s32 cpu);
+/* A slice of @tctx's task ended on @cpu after @ran ns: charge a placed one. */
+void machinery_charge(struct task_ctx *tctx, s32 cpu, u64 ran);
 
 #endif /* __SCX_LINGER_MACHINERY_BPF_H */

@@ -154,7 +154,7 @@ __hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
 	bw_charge(p, tctx, ran, now);
 	gang_charge_run(scx_bpf_task_cpu(p), tctx, ran);
 	relief_charge(ran);
-	machinery_charge(tctx, ran);
+	machinery_charge(tctx, scx_bpf_task_cpu(p), ran);
 }
 
 /*
@@ -308,11 +308,13 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 	}
 	/*
 	 * The node's machinery, while gangs hold every CPU: a member's CPU,
-	 * for a turn within that CPU's budget (machinery.bpf.c).
+	 * within that CPU's budget (machinery.bpf.c). A service takes it at
+	 * once: it wakes for a request, seldom, where kernel threads (which
+	 * come through enqueue()) wait for the member's tick.
 	 */
 	cpu = machinery_pick(p, tctx, prev_cpu);
 	if (cpu >= 0 && tctx) {
-		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tctx->mach.grant,
+		scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, tctx->mach.slice,
 				   SCX_ENQ_PREEMPT);
 		return cpu;
 	}
@@ -400,13 +402,12 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		}
 		/*
 		 * The node's machinery waking on a CPU a gang member holds:
-		 * a turn there at once, within the CPU's budget
-		 * (machinery.bpf.c), before anything else is considered.
+		 * its local DSQ, where the member yields to it at its next
+		 * tick, within the CPU's budget (machinery.bpf.c).
 		 */
 		slice = machinery_turn(tctx, scx_bpf_task_cpu(p), enq_flags);
 		if (slice) {
-			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice,
-					   enq_flags | SCX_ENQ_PREEMPT);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
 			return;
 		}
 		/*
@@ -504,6 +505,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	bool prev_ordinary = false, smt_blocked = false;
 
 	gang_cpu_dispatching(cpu);
+	machinery_dispatching(cpu);
 
 	/*
 	 * A guest caught inside an RCU read-side section holds up the node's
@@ -720,7 +722,14 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
  */
 void BPF_STRUCT_OPS(linger_tick, struct task_struct *p)
 {
-	wakeup_tick(p, scx_bpf_task_cpu(p));
+	s32 cpu = scx_bpf_task_cpu(p);
+
+	/* The node's machinery waits behind a gang member: it yields now. */
+	if (machinery_tick(cpu)) {
+		p->scx.slice = 0;
+		return;
+	}
+	wakeup_tick(p, cpu);
 }
 
 /*
