@@ -2,8 +2,8 @@
 //! The node's machinery beside gangs (bpf/machinery.bpf.c): a system
 //! service (a cgroup below `system.slice`, where systemd puts every
 //! service) that wakes while gangs fill every CPU takes a member's CPU at
-//! once, within its budget; the same program as a job of its own waits
-//! for relief and the open phase. Judged by the kernel's own tracepoints
+//! once, within its CPU's budget; the same program with the rule off, or
+//! as a job of its own, waits for relief and the open phase. Judged by the kernel's own tracepoints
 //! (sched_wakeup to the sched_switch onto it) and the gangs' `cpu.stat`,
 //! against EEVDF on the same workload in the same boot.
 
