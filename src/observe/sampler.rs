@@ -237,7 +237,16 @@ impl Sampler {
                 id,
                 path: format!("/{}", r.rel),
                 class: r.class.to_string(),
-                source: r.source.to_string(),
+                // A multi-node gang job without a row here says so where
+                // the operator looks at jobs (stats, top).
+                source: if r.rowless {
+                    format!(
+                        "{}; on several nodes without a cluster row: not a gang here",
+                        r.source
+                    )
+                } else {
+                    r.source.to_string()
+                },
                 slurm_job_id: r.slurm_job,
                 cpu_seconds: ja.cpu_ns as f64 / 1e9,
                 cpus_now: ja.cpu_ns.saturating_sub(before) as f64 / 1e9 / dt,
