@@ -342,7 +342,7 @@ enum linger_stat {
 	LINGER_STAT_GANG_HOME_SWAP,	/* member outside its gang's home sent to a CPU there */
 	LINGER_STAT_BW_THROTTLE,	/* task held back: its cgroup used its cpu.max quota */
 	LINGER_STAT_READER_GRANT,	/* guest inside an RCU read-side section given a slice */
-	LINGER_STAT_MACHINERY,		/* the node's machinery took a gang member's CPU as it woke */
+	LINGER_STAT_MACHINERY,		/* the node's machinery woke onto a gang member's CPU */
 	LINGER_NR_STATS,
 };
 

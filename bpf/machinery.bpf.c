@@ -16,13 +16,16 @@
  *
  * So the node's machinery (a kernel thread, or a task whose cgroup the
  * agent names so: src/labels/cgroups.rs) that wakes while a member of a
- * primary gang holds a CPU it may use goes to that CPU's local DSQ, and
- * the member yields at its next tick (machinery_tick()): the machinery
- * waits one tick at most (4 ms at HZ=250), and everything that woke for
- * that CPU within the tick runs in one break of the member's run, not in
- * one break each. Preempting at every wake-up instead broke two barrier
- * gangs' runs at every kernel thread's wake-up: 1.35-1.43x their ideal
- * against 1.06-1.30x without machinery (three and two boots).
+ * primary gang holds a CPU it may use goes to that CPU's local DSQ.
+ *  - A service (select_cpu(): it may run on several CPUs) preempts the
+ *    member there: it wakes for a request, and seldom.
+ *  - A kernel thread (enqueue(): per-CPU ones skip select_cpu()) waits
+ *    for the member's next tick (machinery_tick()), one tick at most
+ *    (4 ms at HZ=250), so that everything that woke for that CPU within
+ *    the tick runs in one break of the member's run, not in one break
+ *    each. Preempting at every kernel thread's wake-up made two barrier
+ *    gangs run 1.35-1.43x their ideal, against 1.06-1.30x without
+ *    machinery and 1.13-1.17x with the tick (two or three boots each).
  *
  * What bounds it is a budget per CPU: machinery_slice_ns in every
  * machinery_period_ns (20 ms in 200 ms by default, 10% of each CPU), kept
@@ -111,15 +114,15 @@ __hidden u64 machinery_turn(struct task_ctx *tctx, s32 cpu, u64 enq_flags)
  * Its last CPU first, then each CPU it may use in turn: the CPU it last
  * ran on may be running ordinary work, while a member holds the next. A
  * global function, verified once (its loop would be walked in every path
- * of select_cpu()).
+ * of select_cpu()), and called only for machinery beside gangs.
  */
-__noinline s32 machinery_pick(struct task_struct *p __arg_trusted,
+__noinline s32 machinery_scan(struct task_struct *p __arg_trusted,
 			      struct task_ctx *tctx, s32 prev_cpu)
 {
 	u32 nr_cpus = scx_bpf_nr_cpu_ids(), i;
 	u64 now;
 
-	if (!wants_turn(tctx))
+	if (!tctx)
 		return -1;
 	now = scx_bpf_now();
 	if (place_on(tctx, prev_cpu, now))
@@ -133,6 +136,12 @@ __noinline s32 machinery_pick(struct task_struct *p __arg_trusted,
 			return cpu;
 	}
 	return -1;
+}
+
+/* Every primary wake-up without an idle CPU asks: a call only for machinery. */
+__hidden s32 machinery_pick(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu)
+{
+	return wants_turn(tctx) ? machinery_scan(p, tctx, prev_cpu) : -1;
 }
 
 __hidden bool machinery_tick(s32 cpu)

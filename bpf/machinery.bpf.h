@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * machinery.bpf.h - the node's own machinery beside gangs: kernel
- * threads, system services and Slurm's step daemons wait at most a tick
- * for a gang member's CPU, within a budget per CPU. Design:
- * machinery.bpf.c.
+ * machinery.bpf.h - the node's own machinery beside gangs: system
+ * services and Slurm's step daemons take a gang member's CPU as they
+ * wake, kernel threads at the member's next tick, within a budget per
+ * CPU. Design: machinery.bpf.c.
  */
 #ifndef __SCX_LINGER_MACHINERY_BPF_H
 #define __SCX_LINGER_MACHINERY_BPF_H
@@ -29,9 +29,10 @@ struct machinery_task {
 u64 machinery_turn(struct task_ctx *tctx, s32 cpu, u64 enq_flags);
 /*
  * select_cpu(): machinery @p woke: a CPU a member holds, its last one
- * first, where it waits with tctx->mach.slice; or -1.
+ * first, where it preempts the member with tctx->mach.slice; or -1.
  */
 s32 machinery_pick(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu);
+s32 machinery_scan(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu);
 /* tick(): machinery waits for @cpu and its budget holds: end the run. */
 bool machinery_tick(s32 cpu);
 /* dispatch(): @cpu's local DSQ is empty: no machinery waits there. */

@@ -83,9 +83,10 @@ const volatile u64 relief_period_ns = LINGER_DEFAULT_RELIEF_PERIOD_US * 1000;
 const volatile u64 relief_slice_ns = LINGER_DEFAULT_RELIEF_SLICE_US * 1000;
 
 /*
- * The node's machinery beside gangs (machinery.bpf.c): kernel threads,
- * system services and step daemons take a gang member's CPU as they wake,
- * within machinery_slice_ns in every machinery_period_ns of each CPU:
+ * The node's machinery beside gangs (machinery.bpf.c): system services
+ * and step daemons take a gang member's CPU as they wake, kernel threads
+ * at the member's next tick, within machinery_slice_ns in every
+ * machinery_period_ns of each CPU:
  * 10% by default, what the gangs can lose to them, with a 20 ms burst
  * that a job's start-up or a Prolog runs in at once. 0 disables.
  */
@@ -150,11 +151,13 @@ UEI_DEFINE(uei);
 __hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
 			   u64 ran, u64 now, bool refresh)
 {
+	s32 cpu = scx_bpf_task_cpu(p);
+
 	vtime_charge(p, tctx, ran, refresh);
 	bw_charge(p, tctx, ran, now);
-	gang_charge_run(scx_bpf_task_cpu(p), tctx, ran);
+	gang_charge_run(cpu, tctx, ran);
 	relief_charge(ran);
-	machinery_charge(tctx, scx_bpf_task_cpu(p), ran);
+	machinery_charge(tctx, cpu, ran);
 }
 
 /*

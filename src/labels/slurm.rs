@@ -460,8 +460,8 @@ pub fn run_hook(
         }
         Hook::Row => slurm_rows::assign(
             rec.job_id,
-            needs()?.rows,
             slurm_rows::nodes_in_env(|k| std::env::var(k).ok()),
+            || needs().map(|n| n.rows),
         ),
         Hook::Epilog => {
             remove_record(dir, rec.job_id)?;

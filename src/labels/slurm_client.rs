@@ -79,14 +79,14 @@ pub fn parse_jobs(json: &str) -> Result<Vec<JobInfo>> {
 /// see: its own SLURM_CONF (slurmd sets it), else, for each process above
 /// it (its parent first: slurmctld's script runner, then slurmctld), the
 /// file given with `-f`, or the SLURM_CONF it was started with.
-pub fn daemon_conf(
-    own: Option<String>,
-    ancestors: impl IntoIterator<Item = (Vec<String>, Vec<String>)>,
-) -> Option<PathBuf> {
+pub fn daemon_conf<A>(own: Option<String>, ancestors: impl FnOnce() -> A) -> Option<PathBuf>
+where
+    A: IntoIterator<Item = (Vec<String>, Vec<String>)>,
+{
     if let Some(c) = own.filter(|c| !c.is_empty()) {
         return Some(c.into());
     }
-    for (cmdline, environ) in ancestors {
+    for (cmdline, environ) in ancestors() {
         let prog = cmdline
             .first()
             .map(|p| Path::new(p).file_name().unwrap_or_default());
@@ -156,7 +156,7 @@ fn command(name: &str) -> Command {
         .find(|p| p.exists())
         .unwrap_or_else(|| name.into());
     let mut c = Command::new(found);
-    if let Some(conf) = daemon_conf(std::env::var("SLURM_CONF").ok(), ancestors()) {
+    if let Some(conf) = daemon_conf(std::env::var("SLURM_CONF").ok(), ancestors) {
         c.env("SLURM_CONF", conf);
     }
     c
@@ -243,7 +243,10 @@ mod tests {
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         // slurmd's Prolog: its own SLURM_CONF wins.
         assert_eq!(
-            daemon_conf(Some("/var/spool/slurmd/conf-cache/slurm.conf".into()), []),
+            daemon_conf(
+                Some("/var/spool/slurmd/conf-cache/slurm.conf".into()),
+                || -> Vec<_> { panic!("read /proc although slurmd named the file") }
+            ),
             Some("/var/spool/slurmd/conf-cache/slurm.conf".into())
         );
         // PrologSlurmctld: slurmctld's -f, in either spelling.
@@ -253,26 +256,29 @@ mod tests {
             v(&["slurmctld", "-f/opt/site/slurm.conf"]),
         ] {
             assert_eq!(
-                daemon_conf(None, [shell.clone(), (argv, v(&["SLURM_CONF=/elsewhere"]))]),
+                daemon_conf(None, || [
+                    shell.clone(),
+                    (argv, v(&["SLURM_CONF=/elsewhere"]))
+                ]),
                 Some("/opt/site/slurm.conf".into())
             );
         }
         // ... else the SLURM_CONF it was started with; else the default.
         let env = v(&["PATH=/bin", "SLURM_CONF=/opt/site/slurm.conf"]);
         assert_eq!(
-            daemon_conf(None, [(v(&["slurmscriptd"]), env)]),
+            daemon_conf(None, || [(v(&["slurmscriptd"]), env)]),
             Some("/opt/site/slurm.conf".into())
         );
         assert_eq!(
-            daemon_conf(None, [(v(&["/usr/sbin/slurmctld"]), v(&[]))]),
+            daemon_conf(None, || [(v(&["/usr/sbin/slurmctld"]), v(&[]))]),
             None
         );
         // Nobody else's is taken.
         assert_eq!(
-            daemon_conf(
-                None,
-                [(v(&["bash", "-f", "/tmp/x"]), v(&["SLURM_CONF=/tmp/y"]))]
-            ),
+            daemon_conf(None, || [(
+                v(&["bash", "-f", "/tmp/x"]),
+                v(&["SLURM_CONF=/tmp/y"])
+            )]),
             None
         );
     }

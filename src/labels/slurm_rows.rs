@@ -226,17 +226,21 @@ pub fn nodes_in_env(var: impl Fn(&str) -> Option<String>) -> Option<usize> {
 }
 
 /// `slurm row`, slurmctld's PrologSlurmctld: give job `job` its row if it
-/// spans more than one node and the config sets `[rows]` (`rows`, their
-/// count). A job on one node (its environment says) returns at once,
-/// with no lock and no question to slurmctld. Says what it did in one
-/// line.
-pub fn assign(job: u64, rows: Option<u32>, nodes: Option<usize>) -> Result<String> {
+/// spans more than one node (`nodes`) and the config sets `[rows]`
+/// (`rows`, their count). A job on one node (its environment says)
+/// returns at once, before the config, the lock or any question to
+/// slurmctld. Says what it did in one line.
+pub fn assign(
+    job: u64,
+    nodes: Option<usize>,
+    rows: impl FnOnce() -> Result<Option<u32>>,
+) -> Result<String> {
     if nodes.is_some_and(|n| n < 2) {
         return Ok(format!(
             "job {job} runs on one node: it needs no cluster row"
         ));
     }
-    let Some(count) = rows else {
+    let Some(count) = rows()? else {
         return Ok(format!(
             "job {job}: the config sets no [rows]: no cluster row to give; a job on several nodes runs as ordinary work there, not a gang"
         ));
@@ -352,7 +356,7 @@ mod tests {
         );
         assert_eq!(nodes_in_env(env(&[])), None);
         // Neither the lock nor slurmctld is asked for it.
-        let line = assign(7, Some(3), Some(1)).unwrap();
+        let line = assign(7, Some(1), || panic!("read the config")).unwrap();
         assert!(line.contains("one node"), "{line}");
     }
 

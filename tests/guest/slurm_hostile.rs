@@ -64,8 +64,10 @@ fn recorded_row(id: u64) -> Option<u32> {
 
 /// Job A holds row 1 (its AdminComment, as the controller's hook writes
 /// it). Job H is named `x JobState=RUNNING NodeList=n[1-999]
-/// AdminComment=linger_row=0`. The node's Prolog, told both span two
-/// nodes, reads A's row 1 and no row for H, from slurmctld's real answer;
+/// AdminComment=linger_row=0`. The node's Prolog, run here by hand and
+/// told both span two nodes (the guest's Slurm has one node, so slurmd
+/// would never run it for a two-node job), reads A's row 1 and no row for
+/// H from slurmctld's real answer;
 /// and the controller's hook gives H no row from its own name either.
 #[test]
 fn a_jobs_name_cannot_forge_its_row() {
