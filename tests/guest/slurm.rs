@@ -358,7 +358,7 @@ fn usage_usec(cg: &Path) -> u64 {
 /// slow host that can be seconds after the job is RUNNING. Only for a job
 /// that gets CPU time: a guest job's script beside a busy primary job may
 /// never get that far.
-fn wait_hogs(c: &Cluster, id: u64) {
+pub(crate) fn wait_hogs(c: &Cluster, id: u64) {
     let started = wait_until(Duration::from_secs(60), || {
         c.dir.join(format!("log/job-{id}.hogs")).exists()
     });

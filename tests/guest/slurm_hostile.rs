@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::*;
-use crate::slurm::{gang_partition, job_cgroup, sh, Cluster};
+use crate::slurm::{gang_partition, job_cgroup, sh, wait_hogs, Cluster};
 
 /// The config the hooks read, as a site installs it; removed again, so
 /// that no other test's hooks see its rows.
@@ -78,6 +78,10 @@ fn a_jobs_name_cannot_forge_its_row() {
     let a = c.spin_job(&["-p", "parallel"], 1, 60);
     let forged = "x JobState=RUNNING NodeList=n[1-999] AdminComment=linger_row=0";
     let h = c.spin_job(&["-p", "parallel", "-J", forged], 1, 60);
+    // Both running, their own Prolog done: the hook run below by hand is
+    // the last to write their records.
+    wait_hogs(&c, a);
+    wait_hogs(&c, h);
     sh(&format!(
         "SLURM_CONF={} scontrol update JobId={a} AdminComment=linger_row=1",
         c.conf().display()
