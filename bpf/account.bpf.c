@@ -29,6 +29,7 @@
  * kernel does. run_start (our clock) remains for estimates within a run.
  */
 #include "ctx.bpf.h"
+#include "account.bpf.h"
 #include "stats.bpf.h"
 
 struct {

@@ -10,14 +10,6 @@
 
 struct task_ctx;
 
-/* A task's accounting, written by account.bpf.c only. */
-struct acct_task {
-	u64	run_start;	/* when it last started running or was charged (estimates within a run) */
-	u64	exec_seen;	/* its se.sum_exec_runtime when it was last charged */
-	u64	runnable_job;	/* job whose nr_runnable counts this task */
-	u64	running_job;	/* job whose nr_running counts this task */
-};
-
 /* enable(): it is ours from now on; charge only what it runs from here. */
 void account_enable(struct task_struct *p, struct task_ctx *tctx);
 /* runnable(): it waits for a CPU from @now. */

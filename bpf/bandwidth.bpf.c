@@ -50,6 +50,8 @@
  * cpu.max.burst is not applied: a cgroup's unused quota is not banked.
  */
 #include "ctx.bpf.h"
+#include "bandwidth.bpf.h"
+#include "classify.bpf.h"
 #include "preempt.bpf.h"
 #include "stats.bpf.h"
 

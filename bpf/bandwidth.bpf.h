@@ -9,15 +9,6 @@
 
 struct task_ctx;
 
-/* A task's limited cgroups, cached; written by bandwidth.bpf.c only. */
-struct bw_task {
-	u64	cgid;		/* cgroup the cache is for (0: none) */
-	u64	gen;		/* bw_gen the cache is for */
-	u64	ids[LINGER_BW_DEPTH];	/* its limited cgroups, nearest first */
-	u32	nr;		/* entries of ids[] in use */
-	u32	pad;
-};
-
 /*
  * Limits in force, and a generation bumped whenever one is set, changed
  * or removed. Written by whoever sets the limits, the kernel's bandwidth

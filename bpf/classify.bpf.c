@@ -22,6 +22,8 @@
  * relabel or a move takes effect at the task's next event.
  */
 #include "ctx.bpf.h"
+#include "classify.bpf.h"
+#include "gang.bpf.h"
 #include "stats.bpf.h"
 
 struct {

@@ -10,18 +10,6 @@
 
 struct task_ctx;
 
-/* A task's cached classification, written by task_tier() only. */
-struct class_task {
-	u64	cgid;		/* cgroup the cache is for */
-	u64	gen;		/* label_gen the cache is for */
-	u64	job;		/* cgroup id its accounting goes to */
-	u32	class;		/* enum linger_class */
-	u32	tier;		/* enum linger_tier: class_tier(class) */
-	u32	gang;		/* enum linger_gang_ref: its gang, if numbered */
-	u32	machinery;	/* the node's own work (machinery.bpf.c) */
-	u64	moved_at;	/* its run time + 1 when it began moving itself */
-};
-
 /* Bumped by the agent after it changes the label map. */
 extern volatile u64 label_gen;
 

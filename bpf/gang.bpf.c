@@ -63,6 +63,7 @@
  * data, and barrier-bound ones share cache lines at every step.
  */
 #include "ctx.bpf.h"
+#include "gang.bpf.h"
 #include "llc.bpf.h"
 
 /* Double-buffered slot table; the agent flips gang_table_idx. */

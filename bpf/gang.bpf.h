@@ -8,17 +8,7 @@
 #ifndef __SCX_LINGER_GANG_BPF_H
 #define __SCX_LINGER_GANG_BPF_H
 
-#include "linger.bpf.h"
-
-struct task_ctx;
-struct cpu_ctx;
-
-/* A task's gang bookkeeping, written by the gang units only. */
-struct gang_task {
-	u32	counted;	/* gang (enum linger_gang_ref) whose nr_runnable counts it */
-	u32	pad;
-	u64	slot_seq;	/* gang slot in which it last started running */
-};
+#include "ctx.bpf.h"
 
 /* The only encoder and decoder of enum linger_gang_ref on this side. */
 static __always_inline u32 gang_ref(u32 g)
@@ -33,28 +23,6 @@ static __always_inline u32 gang_of_ref(u32 ref)
 
 /* The DSQ members of gang g wait in. */
 #define GANG_DSQ(g)	((u64)LINGER_GANG_DSQ_BASE + (g))
-
-/*
- * What each CPU runs, as gangs see it. running: the gang
- * (enum linger_gang_ref) of the member on it, set by the CPU itself.
- * reserved: a waking member of that gang kicked this CPU and will take
- * it. released: a higher sched class (RT, deadline, stop) holds the CPU.
- * swap_to: a home swap (gang_run.bpf.c): the member of gang swap_gang on
- * this CPU goes to CPU swap_to - 1 at its next enqueue().
- */
-struct cpu_gang {
-	u32	running;
-	u32	reserved;
-	u64	reserved_at;
-	u32	swap_to;
-	u32	swap_gang;
-	u64	swap_at;
-	bool	released;
-	/* The node's machinery's budget on this CPU (machinery.bpf.c). */
-	u64	machinery_clock;
-	/* Machinery waits in this CPU's local DSQ: members wait for it. */
-	bool	machinery_waiting;
-};
 
 /* One gang's current slot, for skew and partial-start accounting. */
 struct gang_slot {
@@ -84,9 +52,9 @@ extern volatile u32 gang_table_idx;
 extern u32 admit_fill_primary, admit_fill_guest;
 
 /*
- * The per-gang and per-CPU maps, defined here (weak: each unit has the
- * same definition and the linker keeps one) so that the look-ups below
- * are inlined where the hot path makes them, as ctx.bpf.h does.
+ * The per-gang maps, defined here (weak: each unit has the same
+ * definition and the linker keeps one) so that the look-ups below are
+ * inlined where the hot path makes them, as ctx.bpf.h does.
  */
 
 /* Per-gang counters, read by the agent. */
@@ -104,12 +72,6 @@ struct {
 	__uint(max_entries, LINGER_MAX_GANGS);
 } gang_slots __weak SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, u32);
-	__type(value, struct cpu_gang);
-	__uint(max_entries, LINGER_MAX_CPUS);
-} cpu_gangs __weak SEC(".maps");
 
 /* The per-tier masks, by tier (a variable index would need bounds). */
 static __always_inline u64 tier_active(u32 tier)
@@ -122,11 +84,12 @@ static __always_inline u64 tier_scheduled(u32 tier)
 	return tier == LINGER_TIER_GUEST ? scheduled_guest : scheduled_primary;
 }
 
+/* What @cpu runs, as gangs see it (ctx.bpf.h: struct cpu_gang). */
 static __always_inline struct cpu_gang *lookup_cpu_gang(s32 cpu)
 {
-	u32 key = cpu;
+	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 
-	return bpf_map_lookup_elem(&cpu_gangs, &key);
+	return cctx ? &cctx->gang : NULL;
 }
 
 static __always_inline struct linger_gang_stats *lookup_gang_stats(u32 g)

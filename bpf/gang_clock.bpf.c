@@ -4,7 +4,7 @@
  * agent's rotation on CLOCK_TAI, the switch between slots, and each
  * slot's start and end as the stats see them. Design: gang.bpf.c.
  */
-#include "ctx.bpf.h"
+#include "gang.bpf.h"
 #include "stats.bpf.h"
 
 struct gang_timer {

@@ -4,11 +4,12 @@
  * waking member may take (and whom it pushes off), dispatching a gang's
  * queue, and counting members runnable and running. Design: gang.bpf.c.
  */
-#include "ctx.bpf.h"
 #include "account.bpf.h"
+#include "gang.bpf.h"
 #include "llc.bpf.h"
 #include "preempt.bpf.h"
 #include "stats.bpf.h"
+#include "vtime.bpf.h"
 
 /*
  * A reservation normally ends when the kicked CPU next dispatches or
@@ -54,11 +55,12 @@ static bool filler_yields(u32 tier, u32 rtier, u32 rg, bool lead)
  */
 __noinline bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
 {
-	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
+	struct cpu_gang *cg = cctx ? &cctx->gang : NULL;
 	u32 running, rg;
 
 	/* The node's machinery waiting here runs first (machinery.bpf.c). */
-	if (!cg || cg->released || cg->machinery_waiting ||
+	if (!cg || cg->released || cctx->mach.waiting ||
 	    reservation_held(cg, scx_bpf_now()))
 		return false;
 	running = cg->running;

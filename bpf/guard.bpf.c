@@ -68,6 +68,8 @@
  * being due, and the guests that never enter the kernel would starve.
  */
 #include "ctx.bpf.h"
+#include "gang.bpf.h"
+#include "guard.bpf.h"
 #include "llc.bpf.h"
 #include "stats.bpf.h"
 
@@ -138,14 +140,14 @@ __hidden bool guard_due(struct cpu_ctx *cctx, u64 now)
 	 * before counting every LLC's queue, at every dispatch.
 	 */
 	if (now - guest_dsq_last_move < guard_slice_ns ||
-	    now - cctx->last_grant < guard_slice_ns)
+	    now - cctx->guard.last_grant < guard_slice_ns)
 		return false;
 	nr = tier_nr_queued(LINGER_TIER_GUEST) + guest_gangs_queued();
 	if (!nr)
 		return false;
 	interval = guard_interval(nr);
 	return now - guest_dsq_last_move >= interval &&
-	       now - cctx->last_grant >= interval;
+	       now - cctx->guard.last_grant >= interval;
 }
 
 __hidden void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now)
@@ -276,16 +278,16 @@ __hidden void guard_queue_reader(struct task_struct *p, u64 enq_flags)
 
 __hidden bool guard_grant_reader(struct cpu_ctx *cctx, u64 now)
 {
-	if (now - cctx->last_reader_grant < READER_GRANT_INTERVAL_NS ||
+	if (now - cctx->guard.last_reader_grant < READER_GRANT_INTERVAL_NS ||
 	    !scx_bpf_dsq_nr_queued(LINGER_READER_DSQ))
 		return false;
 	/* running() makes it a grant: a guard slice, not preemptible. */
-	cctx->grant_pending = true;
+	cctx->guard.grant_pending = true;
 	if (!scx_bpf_dsq_move_to_local(LINGER_READER_DSQ, 0)) {
-		cctx->grant_pending = false;
+		cctx->guard.grant_pending = false;
 		return false;
 	}
-	cctx->last_reader_grant = now;
+	cctx->guard.last_reader_grant = now;
 	stat_inc(LINGER_STAT_READER_GRANT);
 	return true;
 }

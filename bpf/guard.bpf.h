@@ -12,18 +12,6 @@
 struct cpu_ctx;
 struct task_ctx;
 
-/* A task's guard state, written by the ops and guard.bpf.c only. */
-struct guard_task {
-	/*
-	 * Ready to run, and not run, since then (0: running or asleep): the
-	 * one clock every wait is measured by, the run delay's figures
-	 * (account.bpf.c), the age guard's look and gang relief's
-	 * (gang_run.bpf.c). Written only through guard_note_waiting().
-	 */
-	u64	ready_at;
-	bool	granted;	/* running on a starvation-guard grant */
-};
-
 /* A guest left the guest DSQ at @now (any CPU, any reason). */
 void guard_note_guest_dispatch(u64 now);
 /* A guest queues on LLC @llc with @vtime: the back of that queue moves. */

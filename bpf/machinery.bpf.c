@@ -49,6 +49,7 @@
  * lets a short sleeper take a compute job's CPU at once (wakeup.bpf.c).
  */
 #include "ctx.bpf.h"
+#include "gang.bpf.h"
 #include "machinery.bpf.h"
 #include "stats.bpf.h"
 
@@ -61,11 +62,13 @@
  */
 #define MACHINERY_MIN_TURN_NS	(200 * 1000ULL)
 
-/* A member of a primary gang holds @cg's CPU. */
-static bool member_holds(const struct cpu_gang *cg)
+/* A member of a primary gang holds @cctx's CPU. */
+static bool member_holds(const struct cpu_ctx *cctx)
 {
-	return cg->running &&
-	       (gang_admitted(LINGER_TIER_PRIMARY) & gang_bit(gang_of_ref(cg->running)));
+	u32 running = cctx->gang.running;
+
+	return running &&
+	       (gang_admitted(LINGER_TIER_PRIMARY) & gang_bit(gang_of_ref(running)));
 }
 
 /*
@@ -75,16 +78,16 @@ static bool member_holds(const struct cpu_gang *cg)
  */
 static u64 place_on(struct task_ctx *tctx, s32 cpu, u64 now)
 {
-	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 	u64 budget;
 
-	if (!cg || !member_holds(cg))
+	if (!cctx || !member_holds(cctx))
 		return 0;
-	budget = relief_budget(cg->machinery_clock, now, machinery_period_ns,
+	budget = relief_budget(cctx->mach.clock, now, machinery_period_ns,
 			       machinery_slice_ns);
 	if (budget < MACHINERY_MIN_TURN_NS)
 		return 0;
-	cg->machinery_waiting = true;
+	cctx->mach.waiting = true;
 	tctx->mach.placed = true;
 	tctx->mach.slice = budget;
 	stat_inc(LINGER_STAT_MACHINERY);
@@ -146,32 +149,32 @@ __hidden s32 machinery_pick(struct task_struct *p, struct task_ctx *tctx, s32 pr
 
 __hidden bool machinery_tick(s32 cpu)
 {
-	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 
-	return cg && cg->machinery_waiting && member_holds(cg) &&
-	       relief_budget(cg->machinery_clock, scx_bpf_now(), machinery_period_ns,
+	return cctx && cctx->mach.waiting && member_holds(cctx) &&
+	       relief_budget(cctx->mach.clock, scx_bpf_now(), machinery_period_ns,
 			     machinery_slice_ns) >= MACHINERY_MIN_TURN_NS;
 }
 
 __hidden void machinery_dispatching(s32 cpu)
 {
-	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 
-	if (cg && cg->machinery_waiting)
-		cg->machinery_waiting = false;
+	if (cctx && cctx->mach.waiting)
+		cctx->mach.waiting = false;
 }
 
 __hidden void machinery_charge(struct task_ctx *tctx, s32 cpu, u64 ran)
 {
-	struct cpu_gang *cg;
+	struct cpu_ctx *cctx;
 	u64 now, clock;
 
 	/* Only a run it was placed for: the rest took no member's CPU. */
 	if (!tctx || !tctx->mach.placed)
 		return;
 	tctx->mach.placed = false;
-	cg = lookup_cpu_gang(cpu);
-	if (!cg)
+	cctx = lookup_cpu_ctx(cpu);
+	if (!cctx)
 		return;
 	/*
 	 * Budget unused for a whole period is not banked past one slice
@@ -180,8 +183,8 @@ __hidden void machinery_charge(struct task_ctx *tctx, s32 cpu, u64 ran)
 	 * and a lost race with another charge here costs that charge.
 	 */
 	now = scx_bpf_now();
-	clock = cg->machinery_clock;
-	__sync_val_compare_and_swap(&cg->machinery_clock, clock,
+	clock = cctx->mach.clock;
+	__sync_val_compare_and_swap(&cctx->mach.clock, clock,
 				    relief_claim(clock, now, ran, machinery_period_ns,
 						 machinery_slice_ns));
 }

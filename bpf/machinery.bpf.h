@@ -13,15 +13,6 @@
 struct task_ctx;
 
 /*
- * Per-task part (ctx.bpf.h): the slice it was placed with, and whether
- * its next slice is charged to that CPU's budget.
- */
-struct machinery_task {
-	u64	slice;
-	bool	placed;
-};
-
-/*
  * enqueue(): machinery task @tctx woke (@enq_flags) on @cpu: the slice it
  * waits in @cpu's local DSQ with, for the member there to yield at its
  * next tick, or 0 if @cpu is not a member's or its budget is spent.

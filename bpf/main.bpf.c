@@ -37,6 +37,11 @@
  * each concern to its unit.
  */
 #include "ctx.bpf.h"
+#include "account.bpf.h"
+#include "bandwidth.bpf.h"
+#include "classify.bpf.h"
+#include "gang.bpf.h"
+#include "guard.bpf.h"
 #include "llc.bpf.h"
 #include "machinery.bpf.h"
 #include "preempt.bpf.h"
@@ -44,6 +49,9 @@
 #include "relief.bpf.h"
 #include "smt.bpf.h"
 #include "stats.bpf.h"
+#include "vtime.bpf.h"
+#include "wakeup.bpf.h"
+#include "weight.bpf.h"
 
 char _license[] SEC("license") = "GPL";
 
@@ -502,7 +510,7 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
  */
 void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 {
-	struct cpu_ctx *cctx = lookup_cpu_ctx();
+	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 	u64 now = scx_bpf_now();
 	struct task_ctx *tctx = NULL;
 	bool prev_ordinary = false, smt_blocked = false;
@@ -527,16 +535,16 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 * guest queue or a gang after the first, would get no grant at all.
 	 */
 	if (cctx && guard_due(cctx, now)) {
-		cctx->grant_pending = true;
+		cctx->guard.grant_pending = true;
 		if (guard_rescue_overdue(LINGER_TIER_GUEST, cpu, now) ||
 		    tier_move_to_local(LINGER_TIER_GUEST, cpu) ||
 		    guard_grant_guest_gang()) {
-			cctx->last_grant = now;
+			cctx->guard.last_grant = now;
 			guard_note_guest_dispatch(now);
 			stat_inc(LINGER_STAT_GUARD_GRANT);
 			return;
 		}
-		cctx->grant_pending = false;
+		cctx->guard.grant_pending = false;
 	}
 
 	/* Labels or the gang table changed: re-sort the tasks already waiting. */
@@ -666,18 +674,18 @@ void BPF_STRUCT_OPS(linger_runnable, struct task_struct *p, u64 enq_flags)
 void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	struct cpu_ctx *cctx = lookup_cpu_ctx();
-	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
+	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	u64 now = scx_bpf_now(), relief;
 	bool granted = false;
 
 	if (cctx) {
-		if (tier == LINGER_TIER_GUEST && cctx->grant_pending && tctx) {
+		if (tier == LINGER_TIER_GUEST && cctx->guard.grant_pending && tctx) {
 			tctx->guard.granted = true;
 			p->scx.slice = guard_slice_ns;
 		}
-		cctx->grant_pending = false;
+		cctx->guard.grant_pending = false;
 	}
 	relief = relief_running(tier, now);
 	if (relief)
@@ -707,7 +715,7 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	charge_slice(p, tctx, ran, now, true);
 	guard_note_waiting(tctx, runnable, now);
 	gang_note_stopping(cpu);
-	wakeup_note_stopping();
+	wakeup_note_stopping(cpu);
 
 	/* A guard grant sends its guest to the back of the guest queue. */
 	if (tctx && tctx->guard.granted) {

@@ -19,8 +19,8 @@
  * went idle costs at most a kick of an idle CPU, which then runs the
  * primary: exactly what we want anyway.
  */
-#include "preempt.bpf.h"
 #include "llc.bpf.h"
+#include "preempt.bpf.h"
 #include "stats.bpf.h"
 
 /* CPUs that run, or are about to run, a preemptible guest. */

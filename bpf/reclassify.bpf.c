@@ -25,10 +25,14 @@
  * moves itself is not kicked: see linger_cgroup_attach().
  */
 #include "ctx.bpf.h"
+#include "bandwidth.bpf.h"
+#include "classify.bpf.h"
+#include "gang.bpf.h"
 #include "llc.bpf.h"
 #include "preempt.bpf.h"
 #include "reclassify.bpf.h"
 #include "stats.bpf.h"
+#include "vtime.bpf.h"
 
 /*
  * Bumped whenever a task moves between cgroups: a queued task that moved

@@ -28,9 +28,11 @@
  * a long break in the gangs later.
  */
 #include "ctx.bpf.h"
+#include "gang.bpf.h"
 #include "llc.bpf.h"
 #include "relief.bpf.h"
 #include "stats.bpf.h"
+#include "vtime.bpf.h"
 
 /* The shortest turn: less is not worth a member's displacement. */
 #define RELIEF_MIN_SLICE_NS	(100 * 1000ULL)
@@ -84,7 +86,7 @@ __noinline int relief_settle(u64 grant, u64 ran)
  */
 __noinline bool relief_dispatch(u64 now)
 {
-	struct cpu_ctx *cctx = lookup_cpu_ctx();
+	struct cpu_ctx *cctx = lookup_this_cpu_ctx();
 	u64 clock, budget, need = 0;
 	u32 llc;
 
@@ -94,9 +96,9 @@ __noinline bool relief_dispatch(u64 now)
 	 * The turn this CPU ran (prev) ends here: dispatch() comes before
 	 * prev's stopping(), and a new claim would overwrite its grant.
 	 */
-	if (cctx->relief_grant && !cctx->relief_pending) {
-		relief_settle(cctx->relief_grant, now - cctx->relief_started);
-		cctx->relief_grant = 0;
+	if (cctx->relief.grant && !cctx->relief.pending) {
+		relief_settle(cctx->relief.grant, now - cctx->relief.started);
+		cctx->relief.grant = 0;
 	}
 	if (!gang_admitted(LINGER_TIER_PRIMARY) || !tier_nr_queued(LINGER_TIER_PRIMARY))
 		return false;
@@ -129,14 +131,14 @@ __noinline bool relief_dispatch(u64 now)
 					relief_claim(clock, now, need, relief_period_ns,
 						     relief_slice_ns)) != clock)
 		return false;
-	cctx->relief_grant = need;
-	cctx->relief_pending = true;
+	cctx->relief.grant = need;
+	cctx->relief.pending = true;
 	if (tier_move_to_local(LINGER_TIER_PRIMARY, bpf_get_smp_processor_id())) {
 		stat_inc(LINGER_STAT_GANG_RELIEF);
 		return true;
 	}
-	cctx->relief_pending = false;
-	cctx->relief_grant = 0;
+	cctx->relief.pending = false;
+	cctx->relief.grant = 0;
 	relief_settle(need, 0);
 	return false;
 }
@@ -177,31 +179,31 @@ __hidden void relief_kick(const struct task_struct *p, const struct task_ctx *tc
 /* Global, with scalars only: verified once, beside running()'s paths. */
 __noinline u64 relief_running(u32 tier, u64 now)
 {
-	struct cpu_ctx *cctx = lookup_cpu_ctx();
+	struct cpu_ctx *cctx = lookup_this_cpu_ctx();
 
-	if (!cctx || !cctx->relief_pending)
+	if (!cctx || !cctx->relief.pending)
 		return 0;
-	cctx->relief_pending = false;
+	cctx->relief.pending = false;
 	if (tier == LINGER_TIER_PRIMARY) {
-		cctx->relief_started = now;
-		return cctx->relief_grant;
+		cctx->relief.started = now;
+		return cctx->relief.grant;
 	}
 	/* Something else took the CPU first: the claim goes back. */
-	relief_settle(cctx->relief_grant, 0);
-	cctx->relief_grant = 0;
+	relief_settle(cctx->relief.grant, 0);
+	cctx->relief.grant = 0;
 	return 0;
 }
 
 /* Global, with scalars only: verified once, not in every slice's end. */
 __noinline int relief_charge(u64 ran)
 {
-	struct cpu_ctx *cctx = lookup_cpu_ctx();
+	struct cpu_ctx *cctx = lookup_this_cpu_ctx();
 	u64 grant;
 
 	/* Pending: the claim is for the task moved here, not the one ending. */
-	if (!cctx || !cctx->relief_grant || cctx->relief_pending)
+	if (!cctx || !cctx->relief.grant || cctx->relief.pending)
 		return 0;
-	grant = cctx->relief_grant;
-	cctx->relief_grant = 0;
+	grant = cctx->relief.grant;
+	cctx->relief.grant = 0;
 	return relief_settle(grant, ran);
 }

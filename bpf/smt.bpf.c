@@ -31,10 +31,10 @@
  * agent writes share (src/bpf/topology.rs: smt_policy()), so there, as
  * under share, this costs one rodata test per call and no map lookup.
  */
-#include "smt.bpf.h"
 #include "gang.bpf.h"
 #include "llc.bpf.h"
 #include "preempt.bpf.h"
+#include "smt.bpf.h"
 #include "stats.bpf.h"
 
 struct {

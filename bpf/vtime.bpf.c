@@ -42,6 +42,8 @@
  */
 #include "ctx.bpf.h"
 #include "llc.bpf.h"
+#include "vtime.bpf.h"
+#include "weight.bpf.h"
 
 /* An LLC's clocks, a cache line of their own: only its CPUs write them. */
 struct llc_clocks {

@@ -10,22 +10,6 @@
 
 struct task_ctx;
 
-/* A task's vtime bookkeeping, written by vtime.bpf.c only. */
-struct vtime_task {
-	/*
-	 * The tier whose clock its vtime follows; LINGER_NR_TIERS for a
-	 * slotted gang member, whose vtime follows none (see gang_enqueue()).
-	 */
-	u32	vtier;
-	/* The LLC whose clock it is measured against (llc.bpf.c). */
-	u32	llc;
-	/* ns run since it last woke, and the running average per wake-up. */
-	u64	burst;
-	u64	avg_burst;
-	/* Its request in vtime: what its key (dsq_vtime) is ahead of its vtime. */
-	u64	req;
-};
-
 /* The slice a task of @tier runs. */
 u64 tier_slice(u32 tier);
 /* The vtime @p queues with in @tier's DSQ on LLC @llc. */

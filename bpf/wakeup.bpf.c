@@ -53,23 +53,23 @@
  * begins or at a tick); --no-wake-preempt turns both off.
  */
 #include "ctx.bpf.h"
+#include "gang.bpf.h"
 #include "llc.bpf.h"
 #include "stats.bpf.h"
+#include "vtime.bpf.h"
+#include "wakeup.bpf.h"
+#include "weight.bpf.h"
 
-/* What runs on each CPU: written by that CPU, read by wakers elsewhere. */
-struct wakeup_cpu {
-	u64	key;		/* the running task's key when its slice began */
-	u64	req;		/* and its request, ns */
-	u64	weight;		/* and its weight (task_weight()) */
-	u64	started;	/* when the slice began (0: no ordinary primary) */
-};
+/*
+ * What runs on @cpu (ctx.bpf.h: struct wakeup_cpu): written by that CPU,
+ * read by wakers elsewhere.
+ */
+static __always_inline struct wakeup_cpu *lookup_wakeup_cpu(s32 cpu)
+{
+	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, u32);
-	__type(value, struct wakeup_cpu);
-	__uint(max_entries, 1);
-} wakeup_cpus SEC(".maps");
+	return cctx ? &cctx->wk : NULL;
+}
 
 __hidden void wakeup_note_jump(struct task_ctx *tctx)
 {
@@ -139,8 +139,7 @@ static bool head_comes_first(s32 cpu, const struct wakeup_cpu *wc, u64 ran)
 __hidden void wakeup_note_start(struct task_struct *p, struct task_ctx *tctx,
 				s32 cpu)
 {
-	u32 zero = 0;
-	struct wakeup_cpu *wc = bpf_map_lookup_elem(&wakeup_cpus, &zero);
+	struct wakeup_cpu *wc = lookup_wakeup_cpu(cpu);
 
 	/*
 	 * How it was woken has been used (wakeup_preempts()): select_cpu()
@@ -173,10 +172,9 @@ __hidden void wakeup_note_start(struct task_struct *p, struct task_ctx *tctx,
 	}
 }
 
-__hidden void wakeup_note_stopping(void)
+__hidden void wakeup_note_stopping(s32 cpu)
 {
-	u32 zero = 0;
-	struct wakeup_cpu *wc = bpf_map_lookup_elem(&wakeup_cpus, &zero);
+	struct wakeup_cpu *wc = lookup_wakeup_cpu(cpu);
 
 	if (wc)
 		wc->started = 0;
@@ -185,7 +183,6 @@ __hidden void wakeup_note_stopping(void)
 __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)
 {
 	struct wakeup_cpu *wc;
-	u32 zero = 0;
 	s32 cpu;
 
 	/* Cleared as it starts running (wakeup_note_start()). */
@@ -194,7 +191,7 @@ __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)
 	cpu = scx_bpf_task_cpu(p);
 	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
 		return false;
-	wc = bpf_map_lookup_percpu_elem(&wakeup_cpus, &zero, cpu);
+	wc = lookup_wakeup_cpu(cpu);
 	if (!wc || !wc->started ||
 	    !comes_first(p->scx.dsq_vtime, task_request_ns(tctx), wc,
 			 ran_so_far(wc)))
@@ -205,8 +202,7 @@ __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)
 
 __hidden void wakeup_tick(struct task_struct *p, s32 cpu)
 {
-	u32 zero = 0;
-	struct wakeup_cpu *wc = bpf_map_lookup_elem(&wakeup_cpus, &zero);
+	struct wakeup_cpu *wc = lookup_wakeup_cpu(cpu);
 
 	if (!wake_preempt || !wc || !wc->started ||
 	    !head_comes_first(cpu, wc, ran_so_far(wc)))

@@ -11,20 +11,14 @@
 
 struct task_ctx;
 
-/* A task's wake-up state, written by the ops and wakeup.bpf.c only. */
-struct wakeup_task {
-	bool	sync_wake;	/* its waker said it will sleep (SCX_WAKE_SYNC) */
-	bool	jumped;		/* handed a guest's CPU past the queue */
-};
-
 /* select_cpu(): @tctx's task wakes with @wake_flags and found no CPU. */
 void wakeup_note_select(struct task_ctx *tctx, u64 wake_flags);
 /* select_cpu(): @tctx's task goes to a guest's CPU, past the queue. */
 void wakeup_note_jump(struct task_ctx *tctx);
 /* A slice of @p begins on @cpu (running(), or dispatch() keeps it). */
 void wakeup_note_start(struct task_struct *p, struct task_ctx *tctx, s32 cpu);
-/* stopping(): this CPU's task leaves it. */
-void wakeup_note_stopping(void);
+/* stopping(): the task on @cpu leaves it. */
+void wakeup_note_stopping(s32 cpu);
 /*
  * enqueue(): primary @p woke (select_cpu() found no idle CPU and no guest
  * to take over, or was not asked): true if its deadline comes before that

@@ -22,6 +22,7 @@
  * thread is the node's own housekeeping, not a job to rank.
  */
 #include "ctx.bpf.h"
+#include "weight.bpf.h"
 
 struct cgrp_ctx {
 	u32	weight;		/* cpu.weight, 1..10000, 100 by default */

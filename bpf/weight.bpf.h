@@ -10,13 +10,6 @@
 
 struct task_ctx;
 
-/* A task's cached cgroup weight, written by weight.bpf.c only. */
-struct weight_task {
-	u32	cgw;		/* its cgroup's cpu.weight (0: not known yet) */
-	u32	pad;
-	u64	gen;		/* weight_gen it is cached for */
-};
-
 /* cgroup_init() and cgroup_set_weight(): @cgrp's cpu.weight is @weight. */
 void set_cgroup_weight(struct cgroup *cgrp, u32 weight);
 /* cgroup_move(): @tctx's task is now in @cgrp. */
