@@ -118,6 +118,8 @@ void gang_note_start(struct task_ctx *tctx, u32 g, u64 now);
 
 /* gang_run.bpf.c: members on CPUs. */
 u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc);
+/* A member of a gang, if @tctx's task is one, is displaced by a higher class. */
+void gang_note_displaced(const struct task_ctx *tctx);
 void gang_enqueue(struct task_struct *p, struct task_ctx *tctx, u32 gang, u64 enq_flags);
 bool gang_send_home(struct task_struct *p __arg_trusted, const struct task_ctx *tctx,
 		    s32 cpu, u64 now);

@@ -365,12 +365,24 @@ __hidden enum gang_dispatch gang_dispatch(u32 tier, s32 cpu,
 	return GANG_NOTHING;
 }
 
+__hidden void gang_note_displaced(const struct task_ctx *tctx)
+{
+	struct linger_gang_stats *st;
+	u32 gang = sched_gang(tctx);
+
+	if (gang == LINGER_GANG_NONE)
+		return;
+	stat_inc(LINGER_STAT_GANG_DISPLACED);
+	st = lookup_gang_stats(gang_of_ref(gang));
+	if (st)
+		__sync_fetch_and_add(&st->displaced, 1);
+}
+
 /* Queue a member of gang @gang (+1) and, if its slot is on, get it a CPU. */
 __hidden void gang_enqueue(struct task_struct *p, struct task_ctx *tctx,
 			   u32 gang, u64 enq_flags)
 {
 	u32 g = gang_of_ref(gang), tier = tctx->cls.tier;
-	struct linger_gang_stats *st;
 
 	/*
 	 * A slotted member is scheduled by its slot, not by vtime: its vtime
@@ -378,13 +390,9 @@ __hidden void gang_enqueue(struct task_struct *p, struct task_ctx *tctx,
 	 * its gang loses its slot it starts level with its tier's clock.
 	 */
 	vtime_detach(tctx);
-	if (enq_flags & SCX_ENQ_REENQ) {
-		/* Pushed off by a higher class: the gang reacts as a whole. */
-		stat_inc(LINGER_STAT_GANG_DISPLACED);
-		st = lookup_gang_stats(g);
-		if (st)
-			__sync_fetch_and_add(&st->displaced, 1);
-	}
+	/* Waiting on a CPU a higher class took: the gang reacts as a whole. */
+	if (enq_flags & SCX_ENQ_REENQ)
+		gang_note_displaced(tctx);
 	scx_bpf_dsq_insert(p, GANG_DSQ(g), tier_slice(tier), enq_flags);
 	if (gang_may_run(tier, g))
 		gang_make_room(p, g, tier);

@@ -712,6 +712,20 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	s32 cpu = scx_bpf_task_cpu(p);
 	u64 ran = account_stopping(p, tctx, runnable, now);
 
+	/*
+	 * Still runnable with slice left: a higher sched class (or core
+	 * scheduling) takes the CPU, as our own preemptions and slice ends
+	 * leave none (the kernel's put_prev_task_scx() says the same). The
+	 * kernel would keep it at the head of this CPU's local DSQ until
+	 * that class is done; with its slice ended it goes through enqueue()
+	 * instead, to a CPU that is ours, and a gang member's gang reacts.
+	 * Not left to cpu_release()'s re-enqueue, which on 6.12 left it
+	 * there (faults::a_primary_on_a_cpu_a_real_time_task_takes_runs_elsewhere).
+	 */
+	if (runnable && p->scx.slice) {
+		p->scx.slice = 0;
+		gang_note_displaced(tctx);
+	}
 	charge_slice(p, tctx, ran, now, true);
 	guard_note_waiting(tctx, runnable, now);
 	gang_note_stopping(cpu);
@@ -759,11 +773,18 @@ void BPF_STRUCT_OPS(linger_quiescent, struct task_struct *p, u64 deq_flags)
 }
 
 /*
- * cpu_release: a higher sched class (RT, deadline, stop) takes this CPU.
- * Tasks waiting in its local DSQ, and the one it ran, would wait until the
- * CPU comes back: send them through enqueue() again (SCX_ENQ_REENQ). For a
- * gang member that means moving to another CPU, so the gang keeps running
- * together (as the kernel's scx_pair example reacts for its pairs).
+ * A higher sched class (RT, deadline, stop) takes this CPU, or gives it
+ * back. Tasks waiting in its local DSQ would wait until the CPU comes
+ * back: send them through enqueue() again (SCX_ENQ_REENQ; the one it ran
+ * goes there from stopping()). For a gang member that means moving to another CPU,
+ * so the gang keeps running together (as the kernel's scx_pair example
+ * reacts for its pairs).
+ *
+ * Two ways in, one per kernel: 6.12 calls cpu_release()/cpu_acquire()
+ * and allows the re-enqueue only there; from 6.19 the kernel deprecates
+ * both ops and allows it anywhere, and the sched_switch tracepoint below
+ * sees the same switches. The agent loads one or the other
+ * (src/bpf/program.rs).
  */
 void BPF_STRUCT_OPS(linger_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
@@ -771,10 +792,32 @@ void BPF_STRUCT_OPS(linger_cpu_release, s32 cpu, struct scx_cpu_release_args *ar
 	scx_bpf_reenqueue_local();
 }
 
-/* cpu_acquire: this CPU is back from the higher class. */
 void BPF_STRUCT_OPS(linger_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
 {
 	gang_cpu_released(cpu, false);
+}
+
+/* Priorities below this are the RT, deadline and stop classes' (sched/prio.h). */
+#define MAX_RT_PRIO	100
+
+/*
+ * Every context switch on this CPU passes here: only one between a task
+ * of a higher class and one of ours, or the idle task, does anything
+ * (a priority-inheritance boost counts as the higher class, as the
+ * kernel runs it in one).
+ */
+SEC("?tp_btf/sched_switch")
+int BPF_PROG(linger_sched_switch, bool preempt, struct task_struct *prev,
+	     struct task_struct *next, unsigned int prev_state)
+{
+	bool to_higher = next->prio < MAX_RT_PRIO;
+
+	if (to_higher == (prev->prio < MAX_RT_PRIO))
+		return 0;
+	gang_cpu_released(bpf_get_smp_processor_id(), to_higher);
+	if (to_higher)
+		scx_bpf_reenqueue_local_from_anywhere();
+	return 0;
 }
 
 /*

@@ -602,19 +602,6 @@ fn on_sched_ext(pid: i32) -> bool {
     line.split(':').nth(1).map(str::trim) == Some("1")
 }
 
-/// The CPU a task last ran on: field 39 of /proc/<pid>/stat, counted
-/// after the command name, which may itself hold spaces.
-fn last_cpu(pid: i32) -> i64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let after_comm = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
-    // after_comm starts at field 3 (state), so field 39 is its 37th.
-    after_comm
-        .split_whitespace()
-        .nth(36)
-        .and_then(|f| f.parse().ok())
-        .unwrap_or(-1)
-}
-
 #[test]
 fn partial_mode_keeps_primaries_in_the_fair_class_and_guests_harvest() {
     require_guest();

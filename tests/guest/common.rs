@@ -421,6 +421,19 @@ pub fn runtime_ns(pid: i32) -> u64 {
         .unwrap_or(0)
 }
 
+/// The CPU a task last ran on: field 39 of /proc/<pid>/stat, counted
+/// after the command name, which may itself hold spaces.
+pub fn last_cpu(pid: i32) -> i64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let after_comm = stat.rsplit_once(')').map(|(_, rest)| rest).unwrap_or("");
+    // after_comm starts at field 3 (state), so field 39 is its 37th.
+    after_comm
+        .split_whitespace()
+        .nth(36)
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(-1)
+}
+
 /// Idle CPU time of the whole machine so far (idle + iowait of the `cpu`
 /// line of /proc/stat), in ns.
 pub fn idle_ns() -> u64 {

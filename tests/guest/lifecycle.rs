@@ -17,6 +17,17 @@ fn loads_names_itself_and_unloads_on_sigterm() {
         dmesg().contains(&format!("BPF scheduler \"{ops}\" enabled")),
         "the kernel did not log our scheduler as enabled"
     );
+    // Nothing it loads is deprecated on this kernel (cpu_release and
+    // cpu_acquire from 6.19: bpf/main.bpf.c).
+    let deprecated: Vec<String> = dmesg()
+        .lines()
+        .filter(|l| l.contains("deprecated"))
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        deprecated.is_empty(),
+        "the kernel warns at load: {deprecated:?}"
+    );
 
     let (status, out) = agent.stop();
     assert!(status.success(), "agent exited with {status}: {out}");

@@ -48,6 +48,7 @@ const EVERY_KERNEL: &[&str] = &[
     "gang::two_gangs_take_turns_together_on_the_clock",
     "gang::ordinary_work_gets_relief_while_gangs_fill_every_cpu",
     "faults::cpu_hotplug_restarts_the_scheduler_and_every_task_keeps_running",
+    "faults::a_primary_on_a_cpu_a_real_time_task_takes_runs_elsewhere",
     "lifecycle::loads_names_itself_and_unloads_on_sigterm",
     "lifecycle::sigkill_of_the_agent_falls_back_to_the_default_scheduler",
     "load::thousands_of_threads_in_every_class_all_keep_running",
