@@ -22,9 +22,9 @@
 #include "lib/pure.h"
 
 /*
- * Tunables, defined in main.bpf.c. The agent writes them before load;
+ * Tunables, defined in tunables.bpf.c. The agent writes them before load;
  * they are constant for the life of the program, which lets the verifier
- * prune dead branches. Why each has its default: main.bpf.c.
+ * prune dead branches. Why each has its default: tunables.bpf.c.
  */
 extern const volatile u64 primary_slice_ns;
 extern const volatile u64 guest_slice_ns;

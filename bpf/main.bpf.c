@@ -11,30 +11,18 @@
  *
  * Within a tier, tasks share CPU by weighted virtual time (vtime.bpf.c),
  * in a queue per last-level cache that CPUs of other LLCs steal from
- * (llc.bpf.c).
- * Gangs, parallel jobs of either tier, run their threads together in
- * clock-aligned slots (gang.bpf.c).
+ * (llc.bpf.c). Gangs, parallel jobs of either tier, run their threads
+ * together in clock-aligned slots (gang.bpf.c). A waking primary takes an
+ * idle CPU, else a guest's (preempt.bpf.c); guests always go through the
+ * guest DSQ, so a CPU choosing its next task sees waiting primaries
+ * first. Starved guests get a bounded trickle of CPU (guard.bpf.c). Which
+ * class a task is in comes from labels on its cgroup (classify.bpf.c),
+ * which the agent keeps in a map.
  *
- *  - A waking primary that finds an idle CPU goes straight to that CPU's
- *    local DSQ. Else, if a CPU it may use runs a guest, it goes to that
- *    CPU and preempts the guest on arrival; else it queues, and a CPU that
- *    starts running a guest meanwhile is kicked (preempt.bpf.c). Guests
- *    always go through the guest DSQ, so a CPU choosing its next task
- *    always sees waiting primaries first.
- *  - Per-CPU kernel threads (kworkers, ksoftirqd) and tasks that cannot
- *    migrate go straight to their CPU's local DSQ, where they run before
- *    anything queued in a tier DSQ: they must not wait behind a compute
- *    job's long slice.
- *  - Starved guests get a bounded trickle of CPU (guard.bpf.c), so the
- *    kernel's watchdog never sees a task wait too long and a guest holding
- *    something a primary needs always gets through.
- *
- * Which class a task is in comes from labels on its cgroup
- * (classify.bpf.c); the agent keeps those in a map.
- *
- * This unit holds the tunables and the sched_ext ops, and nothing else:
- * each op says when the kernel calls it and what holds there, then hands
- * each concern to its unit.
+ * This unit holds the sched_ext ops, and nothing else: each op says when
+ * the kernel calls it and what holds there, then hands each concern to
+ * its unit (the tunables: tunables.bpf.c; a slice's start and end, and
+ * dispatch()'s ways of keeping a CPU: slice.bpf.c).
  */
 #include "ctx.bpf.h"
 #include "account.bpf.h"
@@ -47,6 +35,7 @@
 #include "preempt.bpf.h"
 #include "reclassify.bpf.h"
 #include "relief.bpf.h"
+#include "slice.bpf.h"
 #include "smt.bpf.h"
 #include "stats.bpf.h"
 #include "vtime.bpf.h"
@@ -55,213 +44,8 @@
 
 char _license[] SEC("license") = "GPL";
 
-/*
- * Slice of CPU a primary may run before its CPU looks for other work. Long:
- * compute jobs lose cache and TLB state at every switch, and on a batch
- * node throughput matters more than interactivity (Kolivas). Only a higher
- * tier preempts; within the tier, the slice end is the switch point.
- */
-const volatile u64 primary_slice_ns = LINGER_DEFAULT_PRIMARY_SLICE_US * 1000;
-
-/*
- * Slice of a guest. Guests are kicked off the moment a primary wants their
- * CPU, so this bounds nothing for primaries; it only sets how often guests
- * rotate among themselves.
- */
-const volatile u64 guest_slice_ns = LINGER_DEFAULT_GUEST_SLICE_US * 1000;
-
-/*
- * Starvation guard: when guests have waited this long with no guest
- * dispatched, a CPU gives one of them guard_slice_ns (see guard.bpf.c).
- */
-const volatile u64 guard_interval_ns = LINGER_DEFAULT_GUARD_INTERVAL_MS * 1000000;
-const volatile u64 guard_slice_ns = LINGER_DEFAULT_GUARD_SLICE_US * 1000;
-
-/*
- * Relief for ordinary primaries while gangs hold the CPUs (relief.bpf.c).
- * Ordinary work is sure of the open phase that ends each cycle, but
- * between two open phases a waking shell, sshd or step daemon would wait
- * up to a whole cycle (222 ms with two 100 ms slots), and wake-up-heavy
- * work crawls. So ordinary work may run relief_slice_ns in every
- * relief_period_ns of gang slots on the whole node, at once when it
- * wakes: 5% of one CPU by default, what a gang can lose to it. 0
- * disables.
- */
-const volatile u64 relief_period_ns = LINGER_DEFAULT_RELIEF_PERIOD_US * 1000;
-const volatile u64 relief_slice_ns = LINGER_DEFAULT_RELIEF_SLICE_US * 1000;
-
-/*
- * The node's machinery beside gangs (machinery.bpf.c): system services
- * and step daemons take a gang member's CPU as they wake, kernel threads
- * at the member's next tick, within machinery_slice_ns in every
- * machinery_period_ns of each CPU:
- * 10% by default, what the gangs can lose to them, with a 20 ms burst
- * that a job's start-up or a Prolog runs in at once. 0 disables.
- */
-const volatile u64 machinery_period_ns = LINGER_DEFAULT_MACHINERY_PERIOD_US * 1000;
-const volatile u64 machinery_slice_ns = LINGER_DEFAULT_MACHINERY_SLICE_US * 1000;
-
-/*
- * Preemption within the primary tier (wakeup.bpf.c): a primary whose
- * deadline comes first takes an ordinary primary's CPU as it wakes or at
- * the next tick. Off: the slice end is the only switch point within the
- * tier.
- */
-const volatile bool wake_preempt = true;
-/*
- * Guests beside primaries on SMT cores (smt.bpf.c): avoid keeps them off
- * the siblings of CPUs running primaries. The default, because owners
- * must not notice guests, and a sibling's guest slows a primary by
- * sharing its core (Alibaba measured Nginx's p99 +141% beside unmanaged
- * best-effort work, +25% with sibling-aware placement); the harvest it
- * costs is the half-busy cores' idle threads. The agent writes it.
- */
-const volatile u32 smt_guests = LINGER_SMT_GUESTS_AVOID;
-
-/*
- * The kernel watchdog's timeout (ops.timeout_ms), which the guard beats.
- *
- * Every wait is measured on one clock per task, the time it became ready
- * (guard.bpf.h: ready_at), against the thresholds here: a quarter of
- * watchdog_ns for the age guard,
- * guard_interval_ns between grants (guard.bpf.c adds the reader grant's
- * interval, which is not a tunable).
- */
-const volatile u64 watchdog_ns = LINGER_DEFAULT_WATCHDOG_MS * 1000000;
-
-/*
- * Per-class and per-job accounting for the operator's view (account.bpf.c).
- * Off, the scheduler decides the same way; only the figures are missing.
- * It exists so that the cost of counting can be measured.
- */
-const volatile bool accounting = true;
-
 /* Exit information the agent reports when the scheduler stops. */
 UEI_DEFINE(uei);
-
-/*
- * Per-slice bookkeeping, written once. A slice ends when its task stops
- * (stopping()) or when dispatch() keeps it for another (keep_running(),
- * with no stopping()/running() pair in between); a slice begins at
- * running() or there. What a run as a whole means (its run delay, the
- * wait clock, the gang slot's member count) stays with running() and
- * stopping().
- */
-
-/*
- * The slice is over: charge @ran ns, the kernel's own charge
- * (account.bpf.c), to the task's vtime (and renew its request), its
- * cgroups' cpu.max budgets and its gang (or the slot's back-fill), and to
- * relief's budget if it ran a relief turn. @refresh: read its cgroup
- * weight afresh (at a stop; a kept task's weight is the one it ran
- * with). A global function, verified once rather than at each call.
- */
-__hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
-			   u64 ran, u64 now, bool refresh)
-{
-	s32 cpu = scx_bpf_task_cpu(p);
-
-	vtime_charge(p, tctx, ran, refresh);
-	bw_charge(p, tctx, ran, now);
-	gang_charge_run(cpu, tctx, ran);
-	relief_charge(ran);
-	machinery_charge(tctx, cpu, ran);
-}
-
-/*
- * A slice of @slice ns (before weighting) begins for @p on @cpu: no
- * longer than its cgroups' cpu.max leaves it; the CPU's marks for the
- * preemption and SMT rules; and the tier clock follows its vtime
- * (vtime.bpf.c), a kept task's too, else a task kept for seconds would
- * leave the clock behind and every newcomer that far ahead of it; and
- * what the preemption rule compares wakers with (wakeup.bpf.c).
- * @granted: a guard grant, which no primary may preempt.
- */
-__hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
-			  u64 slice, bool granted)
-{
-	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
-
-	p->scx.slice = weighted_slice(p, tctx, slice);
-	/*
-	 * cpu.max: with nothing left, a slice of 0. A task already picked
-	 * stops at once (the kick makes its CPU schedule again) and enqueue()
-	 * holds it; a kept one is enqueued by the kernel instead of kept.
-	 */
-	if (!bw_none()) {
-		u64 left = bw_left(p, tctx, scx_bpf_now(), NULL);
-
-		if (left < p->scx.slice)
-			p->scx.slice = left;
-		if (!left)
-			scx_bpf_kick_cpu(cpu, 0);
-	}
-	/* Only a guest that is not on a guard grant may be kicked off. */
-	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST && !granted);
-	smt_note_cpu(cpu, tier == LINGER_TIER_PRIMARY);
-	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE, cpu);
-	wakeup_note_start(p, tctx, cpu);
-}
-
-/*
- * Let @prev, still runnable, run another slice on @cpu. A BPF function of
- * its own (it returns a scalar, as 6.12 requires of one), not inlined:
- * dispatch() calls it in three places and dispatch_gang() in one, and
- * the verifier would walk an inlined copy on every path to each.
- */
-__noinline int keep_running(struct task_struct *prev __arg_trusted,
-			    struct task_ctx *tctx, s32 cpu)
-{
-	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
-	/* The figures see the slice it ran, before the next one begins. */
-	u64 now = scx_bpf_now();
-
-	charge_slice(prev, tctx, account_checkpoint(prev, tctx, now), now, false);
-	/* A guard grant is one slice. */
-	if (tctx)
-		tctx->guard.granted = false;
-	start_slice(prev, tctx, cpu, tier_slice(tier), false);
-	stat_inc(LINGER_STAT_KEEP_PREV);
-	return 0;
-}
-
-/*
- * May @prev, still runnable, run on? Not once its cgroups' cpu.max has
- * nothing left with its run so far counted: then it is no candidate to
- * keep its CPU (stopping() charges it, enqueue() holds it), and the CPU
- * takes what waits instead of idling with a task that may not run.
- */
-static bool may_run_on(struct task_struct *prev, u64 now)
-{
-	struct task_ctx *tctx;
-
-	if (bw_none())
-		return true;
-	tctx = lookup_task_ctx(prev);
-	return bw_left(prev, tctx, now, NULL) > account_ran(tctx, now);
-}
-
-/*
- * The active gangs of @tier take this CPU: a member on it keeps it, or it
- * takes a waiting member. True if dispatch() is done. A global function,
- * verified once rather than at each of dispatch()'s three calls.
- */
-__noinline bool dispatch_gang(u32 tier, s32 cpu,
-			      struct task_struct *prev __arg_trusted __arg_nullable,
-			      struct task_ctx *tctx, u64 now)
-{
-	switch (gang_dispatch(tier, cpu, prev, tctx, now)) {
-	case GANG_KEEP_PREV:
-		/* Or, outside its gang's home, it goes there: keep nothing. */
-		if (!gang_send_home(prev, tctx, cpu, now))
-			keep_running(prev, tctx, cpu);
-		return true;
-	case GANG_DISPATCHED:
-		return true;
-	default:
-		return false;
-	}
-}
 
 /*
  * select_cpu: @p is waking up (or was just forked or exec'd) and is not on
