@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 //! `cargo xtask soak`: a compressed day on a node-shaped guest
-//! (tests/guest/soak.rs, 30 minutes and 16 vCPUs by default), then its
+//! (tests/guest/soak/, 30 minutes and 16 vCPUs by default), then its
 //! report in bench/results/: the figures, the timeline as a table and a
 //! plot, and the guest's own output.
 //!

@@ -44,13 +44,13 @@ pub struct TestArgs {
     pub guest_only: bool,
     /// How long the stress-ng soak runs in each guest, in seconds (the
     /// full five-minute soak: --soak 300; the short soak of
-    /// tests/guest/soak.rs holds a heavier mix for longer)
+    /// tests/guest/soak/ holds a heavier mix for longer)
     #[arg(long, default_value_t = 15)]
     pub soak: u64,
     /// How many cgroups the churn test creates and removes
     #[arg(long, default_value_t = 150)]
     pub churn: u64,
-    /// How long the short soak (tests/guest/soak.rs) runs under
+    /// How long the short soak (tests/guest/soak/) runs under
     /// scx_linger, in seconds; `cargo xtask soak` runs the full one.
     #[arg(long, default_value_t = 30)]
     pub day: u64,

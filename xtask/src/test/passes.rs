@@ -18,7 +18,7 @@ use crate::vm::{self, VmArgs};
 /// The guest passes: the tests of a module that needs a particular guest
 /// run only in that guest, and every other test in the plain one.
 const NODE_SHAPED: &str = "node_shaped::";
-/// The soak (tests/guest/soak.rs): a short day in the first kernel's
+/// The soak (tests/guest/soak/): a short day in the first kernel's
 /// plain pass (2 vCPUs, one host thread each: the agent loads beside the
 /// day's load in seconds; on the single-threaded node-shaped guest it
 /// takes 100-130 s, and as long again after each restart and hotplug),
@@ -57,7 +57,7 @@ const EVERY_KERNEL: &[&str] = &[
 /// On every kernel but the first, the node-shaped pass runs the verifier
 /// budget only: the topology tests exercise the same BPF paths on each.
 const NODE_SHAPED_EVERY_KERNEL: &str = "node_shaped::verifier::";
-/// The second node's half of the two-node tests (tests/guest/two_nodes.rs).
+/// The second node's half of the two-node tests (tests/guest/two_nodes/).
 const PEER_TEST: &str = "two_nodes::peer_node";
 
 /// One boot of the guest tests: which guest, and which tests.

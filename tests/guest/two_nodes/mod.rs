@@ -31,6 +31,9 @@ use crate::common::*;
 use crate::slurm::{as_service, munge_and_cgroups, sh, start_munged};
 use crate::trace::{self, Run};
 
+mod rows_seen;
+use rows_seen::*;
+
 const NET: &str = "192.0.2";
 const PEER_PORT: u16 = 7070;
 /// Where both nodes keep Slurm's state, spool and logs of their own.
@@ -53,7 +56,7 @@ fn this_node() -> u32 {
 }
 
 /// Bring this node's end of the link up as n<N>, and what Slurm needs
-/// on a node without systemd (see slurm.rs).
+/// on a node without systemd (see slurm/mod.rs).
 fn join_link(n: u32) {
     // Debian's kernels build the driver as a module; the LTS kernel
     // `cargo xtask kernel` builds has it built in.
@@ -487,161 +490,6 @@ fn job_rows(log: &str, ids: &[u64]) -> Vec<(u64, u32)> {
         .unwrap_or_default();
     rows.sort();
     rows
-}
-
-/// Row slot length and cycle, as ROWS sets them (whole nanoseconds, as
-/// the agent computes them).
-const SLOT_NS: i128 = 100_000_000;
-const CYCLE_NS: i128 = 3 * SLOT_NS + 3 * SLOT_NS * 10 / 90;
-
-/// A row's start in one cycle: its boundary on the TAI clock, and when it
-/// started on n1 and on n2 (s).
-struct RowStart {
-    boundary: f64,
-    n1: f64,
-    n2: f64,
-}
-
-impl RowStart {
-    fn skew(&self) -> f64 {
-        (self.n2 - self.n1).abs()
-    }
-}
-
-/// For each cycle in which the job ran in its own row on both nodes, when
-/// that row started on each: the first instant in the row that one of the
-/// job's ranks was on the CPU, a run begun before the boundary (in the
-/// open phase, or filling a free row) counting from the boundary.
-fn row_starts(a: &[Run], b: &[Run], row: u32) -> Vec<RowStart> {
-    let firsts = |runs: &[Run]| {
-        let mut by_cycle = std::collections::BTreeMap::new();
-        for r in runs {
-            let (from, to) = ((r.start * 1e9) as i128, (r.end * 1e9) as i128);
-            let first = from.div_euclid(CYCLE_NS);
-            for cycle in first..=to.div_euclid(CYCLE_NS) {
-                let row_from = cycle * CYCLE_NS + row as i128 * SLOT_NS;
-                let row_to = row_from + SLOT_NS;
-                if from < row_to && to > row_from {
-                    let at = from.max(row_from);
-                    let e = by_cycle.entry(cycle).or_insert(at);
-                    *e = (*e).min(at);
-                }
-            }
-        }
-        by_cycle
-    };
-    let (fa, fb) = (firsts(a), firsts(b));
-    fa.iter()
-        .filter_map(|(cycle, ta)| {
-            Some(RowStart {
-                boundary: (cycle * CYCLE_NS + row as i128 * SLOT_NS) as f64 / 1e9,
-                n1: *ta as f64 / 1e9,
-                n2: *fb.get(cycle)? as f64 / 1e9,
-            })
-        })
-        .collect()
-}
-
-/// A node's scheduler tick: its usual interval (the median, s), the share
-/// of intervals more than 0.5 ms longer, and those intervals as (from,
-/// to). The kernel arms the tick every 1/HZ whatever runs, so a late one
-/// means the CPU did not run then or ran with interrupts off: under
-/// emulation, mostly that the host did not run the virtual CPU, and a
-/// row's timer due then fired late too.
-fn late_ticks(ticks: &[(u32, f64)]) -> (f64, f64, Vec<(f64, f64)>) {
-    let mut by_cpu: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
-    for (cpu, t) in ticks {
-        by_cpu.entry(*cpu).or_default().push(*t);
-    }
-    let intervals: Vec<(f64, f64)> = by_cpu
-        .values_mut()
-        .flat_map(|t| {
-            t.sort_by(f64::total_cmp);
-            t.windows(2).map(|w| (w[0], w[1])).collect::<Vec<_>>()
-        })
-        .collect();
-    if intervals.is_empty() {
-        return (0.0, 0.0, Vec::new());
-    }
-    let mut lengths: Vec<f64> = intervals.iter().map(|(a, b)| b - a).collect();
-    let usual = trace::percentile(&mut lengths, 50);
-    let late: Vec<(f64, f64)> = intervals
-        .into_iter()
-        .filter(|(a, b)| b - a > usual + 0.5e-3)
-        .collect();
-    (usual, late.len() as f64 / lengths.len() as f64, late)
-}
-
-/// Ticks as lines of `tick cpu seconds` (runs_from_text skips them).
-fn ticks_to_text(ticks: &[(u32, f64)]) -> String {
-    ticks
-        .iter()
-        .map(|(cpu, t)| format!("tick {cpu} {t:.9}\n"))
-        .collect()
-}
-
-fn ticks_from_text(text: &str) -> Vec<(u32, f64)> {
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.strip_prefix("tick ")?.split_whitespace().collect();
-            Some((f.first()?.parse().ok()?, f.get(1)?.parse().ok()?))
-        })
-        .collect()
-}
-
-/// The share of row `row`'s time, over the whole cycles a trace covers,
-/// in which `mine` (one job's ranks on one node) held the CPU.
-fn row_share(all: &[Run], mine: &[Run], row: u32) -> f64 {
-    let ns = |t: f64| (t * 1e9) as i128;
-    let from = all.iter().map(|r| ns(r.start)).min().unwrap_or(0);
-    let to = all.iter().map(|r| ns(r.end)).max().unwrap_or(0);
-    let cycles = (from.div_euclid(CYCLE_NS) + 1)..to.div_euclid(CYCLE_NS);
-    if cycles.is_empty() {
-        return 0.0;
-    }
-    let span = (cycles.end - cycles.start) * SLOT_NS;
-    let mut held = 0;
-    for cycle in cycles {
-        let row_from = cycle * CYCLE_NS + row as i128 * SLOT_NS;
-        let row_to = row_from + SLOT_NS;
-        for r in mine {
-            held += (ns(r.end).min(row_to) - ns(r.start).max(row_from)).max(0);
-        }
-    }
-    held as f64 / span as f64
-}
-
-/// Runs as lines of `pid cpu start end`, as runs_from_text reads them.
-fn runs_to_text(runs: &[Run]) -> String {
-    runs.iter()
-        .map(|r| format!("{} {} {:.9} {:.9}\n", r.pid, r.cpu, r.start, r.end))
-        .collect()
-}
-
-fn runs_from_text(text: &str) -> Vec<Run> {
-    text.lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            Some(Run {
-                pid: f.first()?.parse().ok()?,
-                cpu: f.get(1)?.parse().ok()?,
-                start: f.get(2)?.parse().ok()?,
-                end: f.get(3)?.parse().ok()?,
-            })
-        })
-        .collect()
-}
-
-/// Time both ranks of a job ran at once (s), from each node's trace on
-/// its own TAI clock, and each one's run time.
-fn together(a: &[Run], b: &[Run]) -> (f64, f64, f64) {
-    let spans = |r: &[Run]| trace::union(r.iter().map(|r| (r.start, r.end)).collect());
-    let (sa, sb) = (spans(a), spans(b));
-    (
-        trace::total(&trace::intersect(&sa, &sb)),
-        trace::total(&sa),
-        trace::total(&sb),
-    )
 }
 
 #[test]
