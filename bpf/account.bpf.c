@@ -11,10 +11,10 @@
  *    and a log2 histogram, in a per-CPU map: each CPU adds to its own
  *    copy, so this costs no shared cache line on the hot path;
  *  - per job (the labelled cgroup a task's class comes from, else its
- *    top-level cgroup): CPU time, threads runnable and running now, the
- *    most threads that ever ran at once (the job's high-water mark of
- *    CPUs, which tells a user what size to ask for next time), and a run
- *    delay histogram. A job's counters are shared by its own threads only.
+ *    top-level cgroup): CPU time, threads runnable and running now, and
+ *    a run delay histogram, in a per-CPU hash map: the same, a copy per
+ *    CPU. The agent sums the copies, and keeps each job's high-water mark
+ *    of threads on CPUs from its samples (src/observe/sampler.rs).
  *
  * What a run costs is the kernel's own figure: the growth of the task's
  * se.sum_exec_runtime since we last charged it, the very sum cgroup
@@ -39,8 +39,13 @@ struct {
 	__uint(max_entries, 1);
 } cpu_accts SEC(".maps");
 
+/*
+ * Not preallocated: an entry is a copy per CPU, and a node runs far fewer
+ * jobs at once than the map could hold.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, u64);	/* the job's cgroup id */
 	__type(value, struct linger_job_acct);
 	__uint(max_entries, LINGER_MAX_JOBS);
@@ -56,7 +61,7 @@ static struct linger_cpu_acct *lookup_cpu_acct(void)
 	return bpf_map_lookup_elem(&cpu_accts, &zero);
 }
 
-/* The job's entry, created at its first event; NULL if the map is full. */
+/* This CPU's copy of the job's entry, created at its first event; NULL if the map is full. */
 static struct linger_job_acct *lookup_job_acct(u64 job)
 {
 	struct linger_job_acct *ja;
@@ -87,7 +92,7 @@ __hidden void account_quiescent(struct task_ctx *tctx)
 	tctx->acct.runnable_job = 0;
 	ja = bpf_map_lookup_elem(&job_accts, &job);
 	if (ja)
-		__sync_fetch_and_sub(&ja->nr_runnable, 1);
+		ja->nr_runnable--;
 }
 
 /*
@@ -105,7 +110,7 @@ static void account_count_runnable(struct task_ctx *tctx)
 	account_quiescent(tctx);
 	ja = lookup_job_acct(tctx->cls.job);
 	if (ja) {
-		__sync_fetch_and_add(&ja->nr_runnable, 1);
+		ja->nr_runnable++;
 		tctx->acct.runnable_job = tctx->cls.job;
 	}
 }
@@ -125,7 +130,6 @@ __hidden void account_running(struct task_ctx *tctx, u64 now)
 	struct linger_job_acct *ja;
 	u32 acct = task_acct(tctx);
 	u64 delay = 0;
-	s64 nr;
 
 	if (!tctx)
 		return;
@@ -147,14 +151,11 @@ __hidden void account_running(struct task_ctx *tctx, u64 now)
 	ja = lookup_job_acct(tctx->cls.job);
 	if (!ja)
 		return;
-	__sync_fetch_and_add(&ja->runs, 1);
+	ja->runs++;
 	hist_add(ja->delay_hist, delay);
 	if (!tctx->acct.running_job) {
 		tctx->acct.running_job = tctx->cls.job;
-		nr = __sync_add_and_fetch(&ja->nr_running, 1);
-		/* A racing update may lose a step here; the next run fixes it. */
-		if (nr > 0 && (u64)nr > ja->running_hw)
-			ja->running_hw = nr;
+		ja->nr_running++;
 	}
 }
 
@@ -221,7 +222,7 @@ __hidden u64 account_checkpoint(struct task_struct *p, struct task_ctx *tctx,
 	job = tctx->acct.running_job;
 	ja = job ? bpf_map_lookup_elem(&job_accts, &job) : NULL;
 	if (ja)
-		__sync_fetch_and_add(&ja->cpu_ns, ran);
+		ja->cpu_ns += ran;
 	return ran;
 }
 
@@ -256,11 +257,11 @@ __hidden u64 account_stopping(struct task_struct *p, struct task_ctx *tctx,
 	if (!ja)
 		return ran;
 	if (ran)
-		__sync_fetch_and_add(&ja->cpu_ns, ran);
-	__sync_fetch_and_sub(&ja->nr_running, 1);
+		ja->cpu_ns += ran;
+	ja->nr_running--;
 	if (!runnable && tctx->acct.runnable_job == job) {
 		tctx->acct.runnable_job = 0;
-		__sync_fetch_and_sub(&ja->nr_runnable, 1);
+		ja->nr_runnable--;
 	}
 	return ran;
 }

@@ -291,20 +291,21 @@ struct linger_cpu_acct {
 };
 
 /*
- * Per-job accounting (hash map job_accts, keyed by the job's cgroup id).
- * A task's job is the labelled cgroup its class comes from; a task that
- * no label reaches belongs to its top-level cgroup (system.slice,
- * user.slice, ...), and the root cgroup's tasks to the root. The BPF side
- * creates an entry when a job first runs; the agent deletes the entries
- * of cgroups that no longer exist. Shared between the CPUs that run the
- * job's threads, so these are atomic adds: a job's own threads are the
- * only ones that touch its cache line.
+ * Per-job accounting (per-CPU hash map job_accts, keyed by the job's
+ * cgroup id). A task's job is the labelled cgroup its class comes from;
+ * a task that no label reaches belongs to its top-level cgroup
+ * (system.slice, user.slice, ...), and the root cgroup's tasks to the
+ * root. The BPF side creates an entry when a job first runs; the agent
+ * deletes the entries of cgroups that no longer exist. Each CPU adds to
+ * its own copy, so a gang's threads on many CPUs share no cache line;
+ * the agent sums the copies. The thread counts are such sums too: a
+ * thread counted on one CPU and uncounted on another leaves +1 and -1,
+ * so one CPU's copy may be negative.
  */
 struct linger_job_acct {
 	u64	cpu_ns;
 	s64	nr_runnable;	/* threads runnable (queued or running) now */
 	s64	nr_running;	/* threads on a CPU now */
-	u64	running_hw;	/* most threads on CPUs at once, ever */
 	u64	runs;
 	u64	delay_hist[LINGER_HIST_BUCKETS];
 };

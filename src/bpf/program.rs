@@ -118,6 +118,25 @@ pub struct Scheduler<'obj> {
     limits: BTreeMap<u64, CpuLimit>,
 }
 
+/// One job's figures from its CPUs' copies (bpf/account.bpf.c): every
+/// field is a sum, the thread counts too (a thread counted on one CPU and
+/// uncounted on another leaves +1 in one copy and -1 in the other).
+pub fn sum_job_copies(
+    copies: impl Iterator<Item = intf::linger_job_acct>,
+) -> intf::linger_job_acct {
+    let mut total: intf::linger_job_acct = bytemuck::Zeroable::zeroed();
+    for c in copies {
+        total.cpu_ns = total.cpu_ns.wrapping_add(c.cpu_ns);
+        total.nr_runnable = total.nr_runnable.wrapping_add(c.nr_runnable);
+        total.nr_running = total.nr_running.wrapping_add(c.nr_running);
+        total.runs = total.runs.wrapping_add(c.runs);
+        for (t, v) in total.delay_hist.iter_mut().zip(c.delay_hist) {
+            *t = t.wrapping_add(v);
+        }
+    }
+    total
+}
+
 /// A cgrp_bws entry: one cgroup's cpu.max (bpf/bandwidth.bpf.c).
 pub type CpuLimit = intf::linger_bw;
 
@@ -406,15 +425,19 @@ impl<'obj> Scheduler<'obj> {
         Ok(total)
     }
 
-    /// Every job the BPF side has accounted, by cgroup id.
+    /// Every job the BPF side has accounted, by cgroup id, its CPUs'
+    /// copies summed.
     pub fn job_accounts(&self) -> Vec<(u64, intf::linger_job_acct)> {
         let map = &self.skel.maps.job_accts;
         map.keys()
             .filter_map(|k| {
                 let id = u64::from_ne_bytes(k.as_slice().try_into().ok()?);
                 // A job deleted between keys() and here is simply skipped.
-                let raw = map.lookup(&k, MapFlags::ANY).ok()??;
-                Some((id, read_value(&raw)))
+                let per_cpu = map.lookup_percpu(&k, MapFlags::ANY).ok()??;
+                Some((
+                    id,
+                    sum_job_copies(per_cpu.iter().map(|raw| read_value(raw))),
+                ))
             })
             .collect()
     }
@@ -489,4 +512,31 @@ pub struct Exit {
     pub kind: i32,
     pub restart_requested: bool,
     pub why: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(cpu_ns: u64, runnable: i64, running: i64, bucket: usize) -> intf::linger_job_acct {
+        let mut c: intf::linger_job_acct = bytemuck::Zeroable::zeroed();
+        c.cpu_ns = cpu_ns;
+        c.nr_runnable = runnable;
+        c.nr_running = running;
+        c.runs = 1;
+        c.delay_hist[bucket] = 1;
+        c
+    }
+
+    #[test]
+    fn a_jobs_copies_sum_to_its_figures_even_where_one_copy_is_negative() {
+        // A thread counted runnable on CPU 0 and uncounted on CPU 1, and
+        // another running on CPU 1.
+        let total = sum_job_copies([copy(5, 1, 0, 0), copy(7, -1, 1, 3)].into_iter());
+        assert_eq!(total.cpu_ns, 12);
+        assert_eq!(total.nr_runnable, 0);
+        assert_eq!(total.nr_running, 1);
+        assert_eq!(total.runs, 2);
+        assert_eq!((total.delay_hist[0], total.delay_hist[3]), (1, 1));
+    }
 }

@@ -364,7 +364,7 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
     );
     r.register(
         "scx_linger_job_cpus_max",
-        "Most threads of each job that ran at once: its high-water mark of CPUs",
+        "Most threads of each job seen on CPUs at once, at the agent's one-second samples: its high-water mark of CPUs",
         Series::gauge(each(&jobs, "cgroup", |j| &j.path, |j| Some(j.cpus_max))),
     );
 

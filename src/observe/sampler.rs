@@ -68,6 +68,8 @@ pub struct Sampler {
     history: VecDeque<HistoryPoint>,
     prev_jobs: HashMap<u64, u64>,
     first_seen: HashMap<u64, Instant>,
+    /// Each job's most threads on CPUs at once, over the samples.
+    peak_running: HashMap<u64, u64>,
 }
 
 /// idle + iowait of all CPUs from /proc/stat's first line, in ns.
@@ -137,6 +139,7 @@ impl Sampler {
             history: VecDeque::with_capacity(HISTORY + 1),
             prev_jobs: HashMap::new(),
             first_seen: HashMap::new(),
+            peak_running: HashMap::new(),
         }
     }
 
@@ -225,6 +228,7 @@ impl Sampler {
                 if labelled.at.is_some_and(|at| at > seen) {
                     sched.forget_job(id);
                     self.first_seen.remove(&id);
+                    self.peak_running.remove(&id);
                     continue;
                 }
                 // New since the last scan: named at the next one.
@@ -233,6 +237,9 @@ impl Sampler {
             };
             let before = self.prev_jobs.get(&id).copied().unwrap_or(ja.cpu_ns);
             cpu_now.insert(id, ja.cpu_ns);
+            let running = ja.nr_running.max(0) as u64;
+            let peak = self.peak_running.entry(id).or_insert(0);
+            *peak = (*peak).max(running);
             jobs.push(JobStats {
                 id,
                 path: format!("/{}", r.rel),
@@ -251,13 +258,14 @@ impl Sampler {
                 cpu_seconds: ja.cpu_ns as f64 / 1e9,
                 cpus_now: ja.cpu_ns.saturating_sub(before) as f64 / 1e9 / dt,
                 threads_runnable: ja.nr_runnable.max(0) as u64,
-                threads_running: ja.nr_running.max(0) as u64,
-                cpus_max: ja.running_hw,
+                threads_running: running,
+                cpus_max: *peak,
                 runs: ja.runs,
                 run_delay_p99_us: histogram::percentile_us(&ja.delay_hist, 99),
             });
         }
         self.first_seen.retain(|id, _| cpu_now.contains_key(id));
+        self.peak_running.retain(|id, _| cpu_now.contains_key(id));
         self.prev_jobs = cpu_now;
         jobs.sort_by(|a, b| {
             b.cpus_now

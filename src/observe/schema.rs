@@ -104,7 +104,8 @@ pub struct JobStats {
     pub cpus_now: f64,
     pub threads_runnable: u64,
     pub threads_running: u64,
-    /// Most of its threads on CPUs at once: the CPUs it needed at peak.
+    /// Most of its threads on CPUs at once, at the agent's samples (one a
+    /// second): the CPUs it needed at peak.
     pub cpus_max: u64,
     pub runs: u64,
     pub run_delay_p99_us: Option<f64>,
