@@ -129,7 +129,13 @@ s32 BPF_STRUCT_OPS(linger_select_cpu, struct task_struct *p, s32 prev_cpu,
 void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 {
 	struct task_ctx *tctx = lookup_task_ctx(p);
-	u32 tier = task_tier(p, tctx);
+	/*
+	 * A task that woke was classed by runnable() a moment ago, under the
+	 * same run-queue lock, which a cgroup move also takes: the cached
+	 * tier is current. Any other arrival is classed afresh.
+	 */
+	u32 tier = (enq_flags & SCX_ENQ_WAKEUP) && tctx ? tctx->cls.tier :
+							   task_tier(p, tctx);
 	u32 gang = sched_gang(tctx);
 	u64 slice;
 	u32 llc;
@@ -297,6 +303,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 	u64 now = scx_bpf_now();
 	struct task_ctx *tctx = NULL;
+	u32 prev_tier = LINGER_TIER_PRIMARY;
 	bool prev_ordinary = false, smt_blocked = false;
 
 	gang_cpu_dispatching(cpu);
@@ -338,18 +345,23 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	if (guard_rescue_overdue(LINGER_TIER_PRIMARY, cpu, now))
 		return;
 
-	if (prev && (prev->scx.flags & SCX_TASK_QUEUED) && may_run_on(prev, now)) {
+	if (prev && (prev->scx.flags & SCX_TASK_QUEUED))
 		tctx = lookup_task_ctx(prev);
+	else
+		prev = NULL;
+	if (prev && may_run_on(prev, tctx, now)) {
 		/*
 		 * An ordinary primary: not a guest, not a member of a slotted
-		 * gang. Its tier is re-derived here, not taken from the cache:
-		 * a task kept on its CPU slice after slice never passes
+		 * gang. Its tier is re-derived here, once, not taken from the
+		 * cache: a task kept on its CPU slice after slice never passes
 		 * enqueue(), and it may have moved or been relabelled since.
 		 */
-		prev_ordinary = task_tier(prev, tctx) == LINGER_TIER_PRIMARY &&
+		prev_tier = task_tier(prev, tctx);
+		prev_ordinary = prev_tier == LINGER_TIER_PRIMARY &&
 				sched_gang(tctx) == LINGER_GANG_NONE;
 	} else {
 		prev = NULL;
+		tctx = NULL;
 	}
 
 	/*
@@ -427,7 +439,7 @@ void BPF_STRUCT_OPS(linger_dispatch, s32 cpu, struct task_struct *prev)
 	 * keep_running() fixes the CPU's marks.
 	 */
 	if (prev && !waits_for_slot(tctx) &&
-	    !(smt_blocked && task_tier(prev, tctx) == LINGER_TIER_GUEST))
+	    !(smt_blocked && prev_tier == LINGER_TIER_GUEST))
 		keep_running(prev, tctx, cpu);
 }
 
@@ -585,10 +597,9 @@ void BPF_STRUCT_OPS(linger_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *ar
 #define MAX_RT_PRIO	100
 
 /*
- * Every context switch on this CPU passes here: only one between a task
- * of a higher class and one of ours, or the idle task, does anything
- * (a priority-inheritance boost counts as the higher class, as the
- * kernel runs it in one).
+ * Every context switch passes here; only one between a higher class's
+ * task (a priority-inheritance boost included) and ours or the idle task
+ * does anything.
  */
 SEC("?tp_btf/sched_switch")
 int BPF_PROG(linger_sched_switch, bool preempt, struct task_struct *prev,
@@ -647,10 +658,8 @@ s32 BPF_STRUCT_OPS(linger_cgroup_init, struct cgroup *cgrp,
 }
 
 /*
- * cgroup_set_bandwidth: @cgrp's cpu.max (or cpu.max.burst) was written
- * (6.17 and later; on older kernels the agent writes the same map from
- * cgroupfs, and the loader leaves this op out). quota_us is the kernel's
- * RUNTIME_INF for "max".
+ * cgroup_set_bandwidth: @cgrp's cpu.max was written (6.17 and later; else
+ * the agent reads cgroupfs and the loader leaves this op out).
  */
 void BPF_STRUCT_OPS(linger_set_bandwidth, struct cgroup *cgrp, u64 period_us,
 		    u64 quota_us, u64 burst_us)
@@ -658,15 +667,15 @@ void BPF_STRUCT_OPS(linger_set_bandwidth, struct cgroup *cgrp, u64 period_us,
 	bw_set(cgrp, period_us, quota_us);
 }
 
+void BPF_STRUCT_OPS(linger_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
+{
+	set_cgroup_weight(cgrp, weight);
+}
+
 /* cgroup_exit: @cgrp is going away (for cgroups cgroup_init() saw). */
 void BPF_STRUCT_OPS(linger_cgroup_exit, struct cgroup *cgrp)
 {
 	bw_forget(cgrp);
-}
-
-void BPF_STRUCT_OPS(linger_cgroup_set_weight, struct cgroup *cgrp, u32 weight)
-{
-	set_cgroup_weight(cgrp, weight);
 }
 
 /*
@@ -729,24 +738,12 @@ s32 BPF_STRUCT_OPS_SLEEPABLE(linger_init)
 	ret = init_smt();
 	if (ret)
 		return ret;
-	ret = scx_bpf_create_dsq(LINGER_BW_DSQ, -1);
-	if (ret) {
-		scx_bpf_error("failed to create the cpu.max hold DSQ: %d", ret);
-		return ret;
-	}
-	ret = scx_bpf_create_dsq(LINGER_READER_DSQ, -1);
-	if (ret) {
-		scx_bpf_error("failed to create the RCU reader DSQ: %d", ret);
-		return ret;
-	}
-	ret = bw_timer_init();
-	if (ret) {
-		scx_bpf_error("failed to set up the cpu.max release timer: %d", ret);
-		return ret;
-	}
-	ret = gang_timer_init();
-	if (ret)
-		scx_bpf_error("failed to start the gang slot timer: %d", ret);
+	/* The cpu.max hold, the RCU readers' queue, then the two timers. */
+	if ((ret = scx_bpf_create_dsq(LINGER_BW_DSQ, -1)) ||
+	    (ret = scx_bpf_create_dsq(LINGER_READER_DSQ, -1)) ||
+	    (ret = bw_timer_init()) || (ret = gang_timer_init()))
+		scx_bpf_error("failed to create the cpu.max hold or RCU reader DSQ, or a timer: %d",
+			      ret);
 	return ret;
 }
 

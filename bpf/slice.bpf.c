@@ -108,13 +108,10 @@ __noinline int keep_running(struct task_struct *prev __arg_trusted,
  * keep its CPU (stopping() charges it, enqueue() holds it), and the CPU
  * takes what waits instead of idling with a task that may not run.
  */
-__hidden bool may_run_on(struct task_struct *prev, u64 now)
+__hidden bool may_run_on(struct task_struct *prev, struct task_ctx *tctx, u64 now)
 {
-	struct task_ctx *tctx;
-
 	if (bw_none())
 		return true;
-	tctx = lookup_task_ctx(prev);
 	return bw_left(prev, tctx, now, NULL) > account_ran(tctx, now);
 }
 

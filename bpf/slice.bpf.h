@@ -20,7 +20,7 @@ void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 int keep_running(struct task_struct *prev __arg_trusted, struct task_ctx *tctx,
 		 s32 cpu);
 /* dispatch(): may @prev, still runnable, run on within its cpu.max? */
-bool may_run_on(struct task_struct *prev, u64 now);
+bool may_run_on(struct task_struct *prev, struct task_ctx *tctx, u64 now);
 /* dispatch(): @tier's active gangs take @cpu; true if dispatch() is done. */
 bool dispatch_gang(u32 tier, s32 cpu,
 		   struct task_struct *prev __arg_trusted __arg_nullable,
