@@ -479,8 +479,11 @@ __hidden void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now)
 		gang_count_runnable(tctx);
 	if (!cg)
 		return;
-	if (cg->reserved)
+	/* This CPU is ours again, if a higher class held it. */
+	if (cg->reserved || cg->released) {
 		cg->reserved = 0;
+		cg->released = false;
+	}
 	if (gang != LINGER_GANG_NONE && gang_may_run(tctx->cls.tier, gang_of_ref(gang))) {
 		running = gang;
 		gang_note_start(tctx, gang_of_ref(gang), now);
@@ -536,8 +539,10 @@ __hidden void gang_cpu_dispatching(s32 cpu)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 
-	if (cg && cg->reserved)
+	if (cg && (cg->reserved || cg->released)) {
 		cg->reserved = 0;
+		cg->released = false;
+	}
 }
 
 __hidden void gang_cpu_released(s32 cpu, bool released)

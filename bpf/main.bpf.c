@@ -515,12 +515,17 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	 * kernel would keep it at the head of this CPU's local DSQ until
 	 * that class is done; with its slice ended it goes through enqueue()
 	 * instead, to a CPU that is ours, and a gang member's gang reacts.
-	 * Not left to cpu_release()'s re-enqueue, which on 6.12 left it
-	 * there (faults::a_primary_on_a_cpu_a_real_time_task_takes_runs_elsewhere).
+	 * cpu_release()'s re-enqueue on 6.12 left it there
+	 * (faults::a_primary_on_a_cpu_a_real_time_task_takes_runs_elsewhere).
+	 * The CPU is the higher class's until one of ours runs there again
+	 * (gang_run.bpf.c), and where the kernel allows it here (6.19 and
+	 * later) what waits in its local DSQ goes through enqueue() too.
 	 */
 	if (runnable && p->scx.slice) {
 		p->scx.slice = 0;
 		gang_note_displaced(tctx);
+		gang_cpu_released(cpu, true);
+		scx_bpf_reenqueue_local_from_anywhere();
 	}
 	charge_slice(p, tctx, ran, now, true);
 	guard_note_waiting(tctx, runnable, now);
@@ -569,18 +574,14 @@ void BPF_STRUCT_OPS(linger_quiescent, struct task_struct *p, u64 deq_flags)
 }
 
 /*
- * A higher sched class (RT, deadline, stop) takes this CPU, or gives it
- * back. Tasks waiting in its local DSQ would wait until the CPU comes
- * back: send them through enqueue() again (SCX_ENQ_REENQ; the one it ran
- * goes there from stopping()). For a gang member that means moving to another CPU,
- * so the gang keeps running together (as the kernel's scx_pair example
- * reacts for its pairs).
- *
- * Two ways in, one per kernel: 6.12 calls cpu_release()/cpu_acquire()
- * and allows the re-enqueue only there; from 6.19 the kernel deprecates
- * both ops and allows it anywhere, and the sched_switch tracepoint below
- * sees the same switches. The agent loads one or the other
- * (src/bpf/program.rs).
+ * cpu_release: a higher sched class (RT, deadline, stop) takes this CPU,
+ * and cpu_acquire: it gives it back. Tasks waiting in its local DSQ would
+ * wait until it comes back: send them through enqueue() again
+ * (SCX_ENQ_REENQ), a gang member to another CPU so that the gang keeps
+ * running together (as the kernel's scx_pair example reacts for its
+ * pairs). Loaded only on kernels that allow that re-enqueue nowhere else
+ * (6.12): from 6.19 the kernel deprecates both ops and allows it from
+ * stopping(), which sees the same displacement (src/bpf/program.rs).
  */
 void BPF_STRUCT_OPS(linger_cpu_release, s32 cpu, struct scx_cpu_release_args *args)
 {
@@ -591,28 +592,6 @@ void BPF_STRUCT_OPS(linger_cpu_release, s32 cpu, struct scx_cpu_release_args *ar
 void BPF_STRUCT_OPS(linger_cpu_acquire, s32 cpu, struct scx_cpu_acquire_args *args)
 {
 	gang_cpu_released(cpu, false);
-}
-
-/* Priorities below this are the RT, deadline and stop classes' (sched/prio.h). */
-#define MAX_RT_PRIO	100
-
-/*
- * Every context switch passes here; only one between a higher class's
- * task (a priority-inheritance boost included) and ours or the idle task
- * does anything.
- */
-SEC("?tp_btf/sched_switch")
-int BPF_PROG(linger_sched_switch, bool preempt, struct task_struct *prev,
-	     struct task_struct *next, unsigned int prev_state)
-{
-	bool to_higher = next->prio < MAX_RT_PRIO;
-
-	if (to_higher == (prev->prio < MAX_RT_PRIO))
-		return 0;
-	gang_cpu_released(bpf_get_smp_processor_id(), to_higher);
-	if (to_higher)
-		scx_bpf_reenqueue_local_from_anywhere();
-	return 0;
 }
 
 /*

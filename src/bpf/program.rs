@@ -148,9 +148,9 @@ fn ns(d: Duration) -> u64 {
     d.as_nanos().min(u64::MAX as u128) as u64
 }
 
-/// Does this kernel let any BPF program re-enqueue a CPU's local DSQ
+/// Does this kernel let any op re-enqueue a CPU's local DSQ
 /// (`scx_bpf_reenqueue_local___v2`, 6.19; `scx_bpf_dsq_reenq`, 7.1)?
-fn switch_tracepoint_serves() -> bool {
+fn reenqueue_from_anywhere() -> bool {
     ["scx_bpf_dsq_reenq", "scx_bpf_reenqueue_local___v2"]
         .iter()
         .any(|k| scx_utils::compat::ksym_exists(k).unwrap_or(false))
@@ -186,14 +186,13 @@ impl<'obj> Scheduler<'obj> {
             open.struct_ops.linger_ops_mut().cgroup_set_bandwidth = std::ptr::null_mut();
         }
         // A higher sched class taking a CPU: kernels that allow the
-        // local DSQ's re-enqueue from anywhere (6.19 and later) deprecate
-        // cpu_release/cpu_acquire, and the sched_switch tracepoint sees
-        // the same switches (bpf/main.bpf.c). Older ones get the ops.
-        if switch_tracepoint_serves() {
+        // local DSQ's re-enqueue from any op (6.19 and later) deprecate
+        // cpu_release/cpu_acquire, and stopping() does it there
+        // (bpf/main.bpf.c). Older ones get the ops.
+        if reenqueue_from_anywhere() {
             let ops = open.struct_ops.linger_ops_mut();
             ops.cpu_release = std::ptr::null_mut();
             ops.cpu_acquire = std::ptr::null_mut();
-            open.progs.linger_sched_switch.set_autoload(true);
         }
         let watchdog_ms = open.struct_ops.linger_ops_mut().timeout_ms;
         let rodata = open
