@@ -21,7 +21,7 @@ fn loads_names_itself_and_unloads_on_sigterm() {
     // cpu_acquire from 6.19: bpf/main.bpf.c).
     let deprecated: Vec<String> = dmesg()
         .lines()
-        .filter(|l| l.contains("deprecated"))
+        .filter(|l| l.contains("deprecated") && (l.contains("sched_ext") || l.contains("ops->")))
         .map(str::to_owned)
         .collect();
     assert!(
