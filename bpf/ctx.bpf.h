@@ -191,8 +191,8 @@ struct cpu_ctx {
 /*
  * The maps behind them, defined here so that the look-ups below are
  * inlined in every unit: every op looks up both, and a BPF-to-BPF call
- * costs more than the look-up it wraps (the verifier turns a per-CPU
- * array look-up into a few instructions). Each unit that includes this
+ * costs more than the look-up it wraps (the verifier turns an array
+ * look-up into a few instructions). Each unit that includes this
  * has the same weak definition, and libbpf's linker keeps one. (An
  * extern declaration would do, but libbpf-cargo's pass over a single
  * unit binds an extern map to that unit's own .maps section.)

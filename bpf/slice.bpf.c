@@ -31,7 +31,7 @@
  * cgroups' cpu.max budgets and its gang (or the slot's back-fill), and to
  * relief's budget if it ran a relief turn. @refresh: read its cgroup
  * weight afresh (at a stop; a kept task's weight is the one it ran
- * with). A global function, verified once rather than at each call.
+ * with).
  */
 __hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
 			   u64 ran, u64 now, bool refresh)
