@@ -79,13 +79,20 @@ fn a_primary_on_a_cpu_a_real_time_task_takes_runs_elsewhere() {
         .spawn()
         .expect("starting a SCHED_FIFO busy loop with chrt");
     std::thread::sleep(Duration::from_millis(300));
-    let before = hogs.runtimes();
+    let rt_pid = rt.id() as i32;
+    let (before, rt_before) = (hogs.runtimes(), runtime_ns(rt_pid));
     let started = Instant::now();
     std::thread::sleep(Duration::from_secs(2));
-    let after = hogs.runtimes();
+    let (after, rt_after) = (hogs.runtimes(), runtime_ns(rt_pid));
     let window = started.elapsed().as_nanos() as f64;
     let _ = rt.kill();
     let _ = rt.wait();
+    // The real-time loop did hold its CPU, or the test shows nothing.
+    let rt_share = rt_after.saturating_sub(rt_before) as f64 / window;
+    assert!(
+        rt_share > 0.5,
+        "the SCHED_FIFO loop ran only {rt_share:.2} of the window on CPU {taken}"
+    );
     let shares: Vec<f64> = before
         .iter()
         .zip(&after)
