@@ -200,6 +200,37 @@ pub fn record_switches_and_ticks(window: Duration, clock: &str) -> (Vec<Run>, Ve
     (runs_from_trace(&text), tick_times(&text))
 }
 
+/// The scheduler tick of the CPUs in `ticks` (from
+/// record_switches_and_ticks): its usual interval (the median, s), the
+/// share of intervals more than `slack` s longer, and those intervals as
+/// (from, to). The kernel arms the tick every 1/HZ on a CPU that runs a
+/// task, so a late one means the CPU did not run then or ran with
+/// interrupts off: under emulation, mostly that the host did not run the
+/// virtual CPU, and whatever the guest traced as running then did not.
+pub fn late_ticks(ticks: &[(u32, f64)], slack: f64) -> (f64, f64, Vec<(f64, f64)>) {
+    let mut by_cpu: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
+    for (cpu, t) in ticks {
+        by_cpu.entry(*cpu).or_default().push(*t);
+    }
+    let intervals: Vec<(f64, f64)> = by_cpu
+        .values_mut()
+        .flat_map(|t| {
+            t.sort_by(f64::total_cmp);
+            t.windows(2).map(|w| (w[0], w[1])).collect::<Vec<_>>()
+        })
+        .collect();
+    if intervals.is_empty() {
+        return (0.0, 0.0, Vec::new());
+    }
+    let mut lengths: Vec<f64> = intervals.iter().map(|(a, b)| b - a).collect();
+    let usual = percentile(&mut lengths, 50);
+    let late: Vec<(f64, f64)> = intervals
+        .into_iter()
+        .filter(|(a, b)| b - a > usual + slack)
+        .collect();
+    (usual, late.len() as f64 / lengths.len() as f64, late)
+}
+
 /// When each CPU's scheduler tick fired in trace `text` (the tick's
 /// hrtimer function: `tick_nohz_handler`, `tick_sched_timer` before 6.10).
 fn tick_times(text: &str) -> Vec<(u32, f64)> {
@@ -537,6 +568,24 @@ pub fn intersect(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
+/// `a` less `b`, for interval lists as `union` returns them.
+pub fn subtract(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    for &(s, e) in a {
+        let mut from = s;
+        for &(bs, be) in b.iter().filter(|(bs, be)| *be > s && *bs < e) {
+            if bs > from {
+                out.push((from, bs));
+            }
+            from = from.max(be);
+        }
+        if from < e {
+            out.push((from, e));
+        }
+    }
+    out
+}
+
 pub fn total(v: &[(f64, f64)]) -> f64 {
     v.iter().map(|(s, e)| e - s).sum()
 }
@@ -567,6 +616,11 @@ pub fn any_and_all(runs: &[Run], tids: &[i32]) -> (f64, f64) {
 /// Seconds during which some thread of `a` and some thread of `b` ran at
 /// the same time (on different CPUs).
 pub fn overlap(runs: &[Run], a: &[i32], b: &[i32]) -> f64 {
+    total(&overlap_spans(runs, a, b))
+}
+
+/// When some thread of `a` and some thread of `b` ran at the same time.
+pub fn overlap_spans(runs: &[Run], a: &[i32], b: &[i32]) -> Vec<(f64, f64)> {
     let span = |tids: &[i32]| {
         union(
             runs.iter()
@@ -575,7 +629,7 @@ pub fn overlap(runs: &[Run], a: &[i32], b: &[i32]) -> f64 {
                 .collect(),
         )
     };
-    total(&intersect(&span(a), &span(b)))
+    intersect(&span(a), &span(b))
 }
 
 /// The starts of `tids`' run periods: each maximal stretch during which

@@ -691,8 +691,8 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     let skews: Vec<f64> = starts.iter().map(RowStart::skew).collect();
     // Which row starts more than 1 ms apart came while the later node's
     // own tick was late: the emulator's share of the skew, not the slots'.
-    let (tick, late1, late1_at) = late_ticks(&near_ticks);
-    let (_, late2, late2_at) = late_ticks(&far_ticks);
+    let (tick, late1, late1_at) = trace::late_ticks(&near_ticks, 0.5e-3);
+    let (_, late2, late2_at) = trace::late_ticks(&far_ticks, 0.5e-3);
     let apart: Vec<&RowStart> = starts.iter().filter(|s| s.skew() > 1e-3).collect();
     let in_late_tick = apart
         .iter()

@@ -59,36 +59,6 @@ pub(super) fn row_starts(a: &[Run], b: &[Run], row: u32) -> Vec<RowStart> {
         .collect()
 }
 
-/// A node's scheduler tick: its usual interval (the median, s), the share
-/// of intervals more than 0.5 ms longer, and those intervals as (from,
-/// to). The kernel arms the tick every 1/HZ whatever runs, so a late one
-/// means the CPU did not run then or ran with interrupts off: under
-/// emulation, mostly that the host did not run the virtual CPU, and a
-/// row's timer due then fired late too.
-pub(super) fn late_ticks(ticks: &[(u32, f64)]) -> (f64, f64, Vec<(f64, f64)>) {
-    let mut by_cpu: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
-    for (cpu, t) in ticks {
-        by_cpu.entry(*cpu).or_default().push(*t);
-    }
-    let intervals: Vec<(f64, f64)> = by_cpu
-        .values_mut()
-        .flat_map(|t| {
-            t.sort_by(f64::total_cmp);
-            t.windows(2).map(|w| (w[0], w[1])).collect::<Vec<_>>()
-        })
-        .collect();
-    if intervals.is_empty() {
-        return (0.0, 0.0, Vec::new());
-    }
-    let mut lengths: Vec<f64> = intervals.iter().map(|(a, b)| b - a).collect();
-    let usual = trace::percentile(&mut lengths, 50);
-    let late: Vec<(f64, f64)> = intervals
-        .into_iter()
-        .filter(|(a, b)| b - a > usual + 0.5e-3)
-        .collect();
-    (usual, late.len() as f64 / lengths.len() as f64, late)
-}
-
 /// Ticks as lines of `tick cpu seconds` (runs_from_text skips them).
 pub(super) fn ticks_to_text(ticks: &[(u32, f64)]) -> String {
     ticks
