@@ -32,6 +32,7 @@ use crate::slurm::{as_service, munge_and_cgroups, sh, start_munged};
 use crate::trace::{self, Run};
 
 mod rows_seen;
+mod rpcs;
 use rows_seen::*;
 
 const NET: &str = "192.0.2";
@@ -575,9 +576,15 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     // two is twice that.
     let rounds = 3000;
     let with_rows = format!("{RULE}{ROWS}");
+    // What each start asks of slurmctld, from its own counters: without
+    // the agents' config the hooks find no [rows] and ask nothing.
+    rpcs::reset(&slurm_conf());
     let alone_eevdf = makespan(&mut peer, 1, rounds);
+    let asked_plain = rpcs::by_type(&slurm_conf());
     let agent = start_agents(&mut peer, &with_rows);
+    rpcs::reset(&slurm_conf());
     let alone = makespan(&mut peer, 1, rounds);
+    let asked_rows = rpcs::by_type(&slurm_conf());
     // Both jobs on quiet nodes: the same mix on each.
     let same = makespan(&mut peer, 2, rounds);
 
@@ -737,6 +744,22 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         late2 * 100.0,
         harvest * 100.0
     ));
+    let ((hooks_rows, all_rows), (hooks_plain, all_plain)) = (
+        rpcs::hooks_and_all(&asked_rows),
+        rpcs::hooks_and_all(&asked_plain),
+    );
+    figure(&format!(
+        "two nodes: one two-node batch job's start and end asked slurmctld {all_rows} RPCs with [rows] set, the hooks {hooks_rows} of them ({}); {all_plain} without the agents' config, the hooks {hooks_plain} ({})",
+        rpcs::describe_hooks(&asked_rows),
+        rpcs::describe_hooks(&asked_plain)
+    ));
+    // The hooks' cost at the controller: PrologSlurmctld's one listing and
+    // one update, and each node's Prolog's one look-up of its job.
+    assert!(
+        hooks_rows <= 2 + 2,
+        "the hooks asked slurmctld {hooks_rows} times for one two-node job: {}",
+        rpcs::describe_hooks(&asked_rows)
+    );
     // What the scheduler is held to here: each job in one row, the same
     // on both nodes, the two in different rows, and in the kernel's trace
     // each job's ranks holding the CPU for most of its own row on both
