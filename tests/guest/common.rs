@@ -39,6 +39,15 @@ pub fn require_guest() {
     // this test's hung tasks unreported. -1: report every one. A kernel
     // without the detector has no such file and no such reports.
     let _ = fs::write("/proc/sys/kernel/hung_task_warnings", "-1");
+    // The guest's /etc is a copy-on-write view of the host's: with the
+    // package installed there (the README's Install section), every agent
+    // a test starts without --config would read the host's config. Gone
+    // from this boot's view once, before the first test.
+    static HOST_CONFIG_HIDDEN: std::sync::Once = std::sync::Once::new();
+    HOST_CONFIG_HIDDEN.call_once(|| {
+        let _ = fs::remove_dir_all("/etc/scx_linger");
+        let _ = fs::remove_file("/etc/default/scx_linger");
+    });
 }
 
 /// Timestamp (s since boot) of the last kernel message before this test.
