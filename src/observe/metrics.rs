@@ -561,6 +561,28 @@ mod tests {
         assert!(none.contains("scx_linger_jobs 3"));
     }
 
+    /// Gang series need no cap of their own: six a gang, and a node holds
+    /// at most MAX_GANGS gangs at once (the BPF side's numbers; further
+    /// gang cgroups wait for one and have no figures until then).
+    #[test]
+    fn gang_series_are_bounded_by_the_gangs_a_node_numbers() {
+        let mut s = Snapshot::default();
+        for i in 0..crate::gangs::table::MAX_GANGS {
+            s.gangs.push(GangStats {
+                path: format!("/g{i}"),
+                skew_p99_us: Some(1.0),
+                row: Some(0),
+                ..Default::default()
+            });
+        }
+        let text = render(&s, 0, 0);
+        let gang_series = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains("{gang=\""))
+            .count();
+        assert_eq!(gang_series, 6 * crate::gangs::table::MAX_GANGS, "{text}");
+    }
+
     /// Every scx_linger metric the shipped dashboard and alert rules
     /// (deploy/) query is one render() emits: renaming a metric here
     /// fails until they follow.
