@@ -14,6 +14,7 @@
 //! tasks: test.rs, demo.rs, bench/ (each group of experiments in its own
 //! file over bench/common.rs) and verifier.rs (the BPF verifier budget).
 mod bench;
+mod copyright;
 mod demo;
 mod package;
 mod paths;

@@ -14,7 +14,7 @@
 //! | deploy/etc/config.toml | /etc/scx_linger/config.toml (a conffile) |
 //! | deploy/default/scx_linger | /etc/default/scx_linger: the unit's run flags (a conffile) |
 //! | deploy/debian/{postinst,prerm,postrm} | the package's maintainer scripts |
-//! | deploy/debian/copyright | /usr/share/doc/scx-linger/copyright |
+//! | deploy/debian/copyright, then the linked crates' and libbpf's stanzas (copyright.rs) | /usr/share/doc/scx-linger/copyright |
 //! | deploy/debian/lintian-overrides | what lintian says that is so on purpose, each with its reason |
 //! | `generate man` | /usr/share/man/man1/scx_linger*.1.gz |
 //! | `generate bash/zsh/fish` | the shells' vendor completion folders |
@@ -148,10 +148,13 @@ pub fn build(debug: bool) -> Result<PathBuf> {
             "deploy/prometheus/scx_linger-alerts.yml",
             "prometheus/scx_linger-alerts.yml",
         ),
-        ("deploy/debian/copyright", "copyright"),
     ] {
         copy(&root.join(from), &s(&format!("{doc}/{to}")), 0o644)?;
     }
+    std::fs::write(
+        s(&format!("{doc}/copyright")),
+        crate::copyright::render(&root)?,
+    )?;
 
     // Man pages and completions, from the binary's own definition.
     let man = s("/usr/share/man/man1");
