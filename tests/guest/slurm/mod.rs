@@ -21,7 +21,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::common::*;
 use crate::trace;
@@ -124,11 +124,28 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job_across_an_agent_rest
         after[0] > 0.80 && after[1] < 0.10,
         "after the restart: {after:?}"
     );
-    let _ = c
-        .cmd("scancel")
-        .args([primary.to_string(), guest.to_string()])
-        .status();
-    wait_gone(&c, &[primary, guest]);
+    // The guest job cancelled while the primary job fills the node: its
+    // step daemons are the node's machinery and its dying tasks go first,
+    // so the cancel ends as one with the node to itself does (the primary
+    // job's, next), far inside Slurm's UnkillableStepTimeout (60 s by
+    // default), past which slurmd drains the node.
+    let cancel = |job: u64| {
+        let t = Instant::now();
+        let _ = c.cmd("scancel").arg(job.to_string()).status();
+        wait_gone(&c, &[job]);
+        t.elapsed().as_secs_f64()
+    };
+    let guest_cancel = cancel(guest);
+    let state = c.node_state();
+    let primary_cancel = cancel(primary);
+    figure(&format!(
+        "slurm: the guest job cancelled beside the running primary job was gone (no job, no cgroup) in {guest_cancel:.1} s, the primary job alone afterwards in {primary_cancel:.1} s ({:.2}x); the node {state}",
+        guest_cancel / primary_cancel.max(1e-3)
+    ));
+    assert!(
+        guest_cancel < 30.0 && !state.contains("drain"),
+        "cancelling the guest job under primary load took {guest_cancel:.1} s and left the node {state}"
+    );
     // The SPANK plugin held each job's first task until the agent had
     // handed BPF its class: no instruction of the guest ran as primary.
     assert_eq!(first_line(&c, guest), "guest");
