@@ -329,6 +329,14 @@ pub fn render(s: &Snapshot, restarts: u64, max_jobs: usize) -> String {
         "Jobs (labelled or top-level cgroups) on the node, exported or not",
         Series::gauge(vec![(Labels::new(), s.jobs.len() as u64)]),
     );
+    r.register(
+        "scx_linger_jobs_without_row",
+        "Gang jobs on several nodes with no cluster row here, run as ordinary work (no PrologSlurmctld row, or a Prolog that could not ask slurmctld)",
+        Series::gauge(vec![(
+            Labels::new(),
+            s.jobs.iter().filter(|j| j.rowless).count() as u64,
+        )]),
+    );
     let jobs = exported_jobs(&s.jobs, max_jobs);
     r.register(
         "scx_linger_job_info",
@@ -552,8 +560,10 @@ mod tests {
                 ..Default::default()
             });
         }
+        s.jobs[1].rowless = true;
         let text = render(&s, 0, 2);
         assert!(text.contains("scx_linger_jobs 3"), "{text}");
+        assert!(text.contains("scx_linger_jobs_without_row 1"), "{text}");
         assert!(text.contains("cgroup=\"/j0\"") && text.contains("cgroup=\"/j2\""));
         assert!(!text.contains("cgroup=\"/j1\""), "{text}");
         let none = render(&s, 0, 0);

@@ -255,6 +255,7 @@ impl Sampler {
                     r.source.to_string()
                 },
                 slurm_job_id: r.slurm_job,
+                rowless: r.rowless,
                 cpu_seconds: ja.cpu_ns as f64 / 1e9,
                 cpus_now: ja.cpu_ns.saturating_sub(before) as f64 / 1e9 / dt,
                 threads_runnable: ja.nr_runnable.max(0) as u64,

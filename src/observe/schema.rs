@@ -109,6 +109,10 @@ pub struct JobStats {
     pub cpus_max: u64,
     pub runs: u64,
     pub run_delay_p99_us: Option<f64>,
+    /// A gang job on several nodes that has no cluster row here, and so
+    /// runs as ordinary work (docs/operating.md, "rows").
+    #[serde(default)]
+    pub rowless: bool,
 }
 
 #[cfg(test)]
