@@ -14,27 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::*;
-use crate::slurm::{gang_partition, job_cgroup, sh, wait_hogs, Cluster};
-
-/// The config the hooks read, as a site installs it; removed again, so
-/// that no other test's hooks see its rows.
-struct SiteConfig;
-
-const SITE_CONFIG: &str = "/etc/scx_linger/config.toml";
-
-impl SiteConfig {
-    fn install(text: &str) -> SiteConfig {
-        fs::create_dir_all("/etc/scx_linger").unwrap();
-        fs::write(SITE_CONFIG, text).unwrap();
-        SiteConfig
-    }
-}
-
-impl Drop for SiteConfig {
-    fn drop(&mut self) {
-        let _ = fs::remove_file(SITE_CONFIG);
-    }
-}
+use crate::slurm::{gang_partition, job_cgroup, sh, wait_hogs, Cluster, SiteConfig, SITE_CONFIG};
 
 /// Run hook `hook` for job `id` as slurmd runs it, with `extra` beside the
 /// environment Slurm gives it; its one line.

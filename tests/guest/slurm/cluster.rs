@@ -26,6 +26,35 @@ pub(super) fn node() -> String {
 pub(super) const SPANK_PLUGIN: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/target/slurm/linger_spank.so");
 
+/// The config the hooks read, as a site installs it; removed again, so
+/// that no other test's hooks see its rows.
+pub(crate) struct SiteConfig;
+
+pub(crate) const SITE_CONFIG: &str = "/etc/scx_linger/config.toml";
+
+impl SiteConfig {
+    pub(crate) fn install(text: &str) -> SiteConfig {
+        fs::create_dir_all("/etc/scx_linger").unwrap();
+        fs::write(SITE_CONFIG, text).unwrap();
+        SiteConfig
+    }
+}
+
+impl Drop for SiteConfig {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(SITE_CONFIG);
+    }
+}
+
+/// Where slurmd finds slurm.conf.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Layout {
+    /// A file of its own (`-f`), as with /etc/slurm/slurm.conf.
+    File,
+    /// Fetched from slurmctld (`--conf-server`, Slurm's configless mode).
+    Configless,
+}
+
 pub(crate) struct Cluster {
     dir: PathBuf,
     daemons: Vec<Child>,
@@ -106,6 +135,17 @@ impl Cluster {
     /// munged, slurmctld and slurmd, the agent's Prolog and Epilog, the
     /// SPANK plugin; returns once the node is idle.
     pub(crate) fn start() -> Cluster {
+        Self::start_with(Layout::File)
+    }
+
+    /// The same with slurmd configless: started with `--conf-server` and
+    /// no slurm.conf of its own, it fetches the config from slurmctld
+    /// and keeps it in a cache of its spool, as many sites run nodes.
+    pub(crate) fn start_configless() -> Cluster {
+        Self::start_with(Layout::Configless)
+    }
+
+    fn start_with(layout: Layout) -> Cluster {
         prepare_node();
         assert!(
             Path::new(SPANK_PLUGIN).exists(),
@@ -126,7 +166,15 @@ impl Cluster {
         let l = local.display();
         for (hook, name) in [("prolog", "prolog.sh"), ("epilog", "epilog.sh")] {
             let p = dir.join(name);
-            fs::write(&p, format!("#!/bin/sh\nexec {AGENT} slurm {hook}\n")).unwrap();
+            // Which slurm.conf slurmd named to its hook, for the tests.
+            fs::write(
+                &p,
+                format!(
+                    "#!/bin/sh\necho \"$SLURM_CONF\" > {d}/log/{hook}-conf.$SLURM_JOB_ID\n\
+                     exec {AGENT} slurm {hook}\n"
+                ),
+            )
+            .unwrap();
             sh(&format!("chmod 755 {}", p.display()));
         }
         let cpus = nr_cpus();
@@ -141,11 +189,15 @@ impl Cluster {
                  ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity\n\
                  SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/backfill\n\
                  PrologFlags=Contain\nProlog={d}/prolog.sh\nEpilog={d}/epilog.sh\nPlugStackConfig={d}/plugstack.conf\n\
-                 MpiDefault=none\nReturnToService=2\nSlurmdTimeout=30\n\
+                 MpiDefault=none\nReturnToService=2\nSlurmdTimeout=30\n{configless}\
                  NodeName={node} NodeAddr={ADDR} CPUs={cpus} State=UNKNOWN\n\
                  PartitionName=primary Nodes={node} Default=YES OverSubscribe=FORCE:1 MaxTime=INFINITE State=UP\n\
                  PartitionName=guest Nodes={node} OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n\
-                 PartitionName=parallel Nodes={node} OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n"
+                 PartitionName=parallel Nodes={node} OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n",
+                configless = match layout {
+                    Layout::File => "",
+                    Layout::Configless => "SlurmctldParameters=enable_configless\n",
+                }
             ),
         )
         .unwrap();
@@ -164,8 +216,13 @@ impl Cluster {
         let spawn = |cmd: &mut Command| {
             let name = cmd.get_program().to_string_lossy().into_owned();
             let out = fs::File::create(dir.join(format!("log/{name}.out"))).unwrap();
-            cmd.env("SLURM_CONF", &conf)
-                .stdout(out.try_clone().unwrap())
+            // A configless slurmd has no file to be pointed at.
+            if layout == Layout::Configless && name == "slurmd" {
+                cmd.env_remove("SLURM_CONF");
+            } else {
+                cmd.env("SLURM_CONF", &conf);
+            }
+            cmd.stdout(out.try_clone().unwrap())
                 .stderr(out)
                 .spawn()
                 .unwrap()
@@ -177,12 +234,13 @@ impl Cluster {
                 .arg(&conf),
             "slurmctld.service",
         )));
-        daemons.push(spawn(as_service(
-            Command::new("slurmd")
-                .args(["-D", "-N", &node, "-f"])
-                .arg(&conf),
-            "slurmd.service",
-        )));
+        let mut slurmd = Command::new("slurmd");
+        slurmd.args(["-D", "-N", &node]);
+        match layout {
+            Layout::File => slurmd.arg("-f").arg(&conf),
+            Layout::Configless => slurmd.args(["--conf-server", ADDR]),
+        };
+        daemons.push(spawn(as_service(&mut slurmd, "slurmd.service")));
         let c = Cluster { dir, daemons };
         let idle = wait_until(Duration::from_secs(60), || c.node_state() == "idle");
         assert!(
@@ -192,6 +250,11 @@ impl Cluster {
             c.logs()
         );
         c
+    }
+
+    /// Where the daemons' logs and the jobs' output go.
+    pub(crate) fn log_dir(&self) -> PathBuf {
+        self.dir.join("log")
     }
 
     /// The cluster's slurm.conf.

@@ -197,6 +197,59 @@ fn a_jobs_linger_request_demotes_it_and_never_promotes_it() {
     drop(agent);
 }
 
+/// A configless node (slurmd started with `--conf-server`, no slurm.conf
+/// of its own, as many sites run nodes): slurmd hands its Prolog the
+/// config it fetched (its cache, as SLURM_CONF), and through it the hook
+/// asks slurmctld what the environment lacks: a multi-node job's row
+/// (or its QOS before Slurm 26.05; without accounting, as here, Slurm
+/// gives jobs none). Run by hand as slurmd ran it, with two nodes in its
+/// environment, the Prolog reaches slurmctld and finds no row, where an
+/// unreadable config would have said it could not ask.
+#[test]
+fn on_a_configless_node_the_prolog_asks_slurmctld_through_the_fetched_config() {
+    require_guest();
+    let _site = SiteConfig::install("[rows]\ncount = 2\nslot_ms = 100\n");
+    let agent = Agent::start(&["--config", SITE_CONFIG]);
+    let c = Cluster::start_configless();
+    let job = c.spin_job(&["-p", "primary"], 1, 60);
+    wait_hogs(&c, job);
+    let conf = fs::read_to_string(c.log_dir().join(format!("prolog-conf.{job}")))
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    assert!(
+        conf.contains("conf-cache") && Path::new(&conf).exists(),
+        "the Prolog of a configless slurmd was given SLURM_CONF={conf:?}, not slurmd's cache"
+    );
+    let out = agent_output(
+        c.cmd(AGENT)
+            .args(["slurm", "prolog"])
+            .env("SLURM_CONF", &conf)
+            .env("SLURM_JOB_ID", job.to_string())
+            .env("SLURM_JOB_PARTITION", "primary")
+            .env("SLURM_JOB_NUM_NODES", "2"),
+    );
+    let line = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    figure(&format!(
+        "slurm, configless node: the Prolog was given SLURM_CONF={conf}; run with it for a two-node job: {}",
+        line.trim()
+    ));
+    assert!(
+        line.contains("without a cluster row") && !line.contains("from slurmctld:"),
+        "the Prolog with a configless node's SLURM_CONF did not reach slurmctld: {line}{}",
+        c.logs()
+    );
+    let _ = c.cmd("scancel").arg(job.to_string()).status();
+    wait_gone(&c, &[job]);
+    assert_no_records_left();
+    drop(c);
+    drop(agent);
+}
+
 /// Without the agent, jobs still run and the node is not drained: the
 /// Prolog and Epilog succeed whether or not scx_linger runs. The same
 /// primary and guest jobs as above split the node under the kernel's own
