@@ -14,7 +14,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::common::*;
-use crate::slurm::{gang_partition, job_cgroup, sh, wait_hogs, Cluster, SiteConfig, SITE_CONFIG};
+use crate::slurm::{gang_partition, job_cgroup, sh, wait_hogs, Cluster, SiteConfig};
 
 /// Run hook `hook` for job `id` as slurmd runs it, with `extra` beside the
 /// environment Slurm gives it; its one line.
