@@ -90,15 +90,12 @@ fn the_package_installs_works_and_leaves_nothing_when_purged() {
     // The system's own units, less any scx_linger of a package installed
     // where the guest's root comes from (the README's Install section):
     // the unit under test is the one this package just installed.
-    for unit in fs::read_dir(units).unwrap().flatten() {
-        if unit.file_name().to_string_lossy().starts_with("scx_linger") {
-            continue;
-        }
-        run(Command::new("cp")
-            .arg("-a")
-            .arg(unit.path())
-            .arg(&system_units));
-    }
+    let theirs = fs::read_dir(units)
+        .unwrap()
+        .flatten()
+        .filter(|u| !u.file_name().to_string_lossy().starts_with("scx_linger"))
+        .map(|u| u.path());
+    run(Command::new("cp").arg("-a").args(theirs).arg(&system_units));
     fs::create_dir_all(root.join("bin")).unwrap();
     fs::copy("/bin/kill", root.join("bin/kill")).unwrap();
     let verify = run(Command::new("systemd-analyze")

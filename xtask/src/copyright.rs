@@ -243,22 +243,20 @@ mod tests {
 
     #[test]
     fn spdx_expressions_read_as_copyright_format() {
-        assert_eq!(
-            debian_expression("MIT OR Apache-2.0").unwrap(),
-            "MIT or Apache-2.0"
-        );
-        assert_eq!(
-            debian_expression("MIT/Apache-2.0").unwrap(),
-            "MIT or Apache-2.0"
-        );
-        assert_eq!(
-            debian_expression("(MIT OR Apache-2.0) AND Unicode-3.0").unwrap(),
-            "MIT or Apache-2.0, and Unicode-3.0"
-        );
-        assert_eq!(
-            debian_expression("Apache-2.0 WITH LLVM-exception OR MIT").unwrap(),
-            "Apache-2.0 with LLVM exception or MIT"
-        );
+        for (spdx, debian) in [
+            ("MIT OR Apache-2.0", "MIT or Apache-2.0"),
+            ("MIT/Apache-2.0", "MIT or Apache-2.0"),
+            (
+                "(MIT OR Apache-2.0) AND Unicode-3.0",
+                "MIT or Apache-2.0, and Unicode-3.0",
+            ),
+            (
+                "Apache-2.0 WITH LLVM-exception OR MIT",
+                "Apache-2.0 with LLVM exception or MIT",
+            ),
+        ] {
+            assert_eq!(debian_expression(spdx).unwrap(), debian, "{spdx}");
+        }
         assert!(debian_expression("").is_err());
         assert!(debian_expression("MIT AND (Zlib OR ISC)").is_err());
     }

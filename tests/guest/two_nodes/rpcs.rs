@@ -6,7 +6,9 @@
 //! (REQUEST_UPDATE_JOB); nothing else in a batch job's start asks those.
 
 use std::collections::BTreeMap;
-use std::process::Command;
+use std::path::Path;
+
+use crate::slurm::sh;
 
 /// The message types the hooks' commands send.
 pub(super) const HOOK_RPCS: [&str; 3] = [
@@ -15,28 +17,19 @@ pub(super) const HOOK_RPCS: [&str; 3] = [
     "REQUEST_UPDATE_JOB",
 ];
 
-fn sdiag(conf: &std::path::Path, args: &[&str]) -> String {
-    let out = Command::new("sdiag")
-        .env("SLURM_CONF", conf)
-        .args(args)
-        .output()
-        .expect("running sdiag (slurm-client)");
-    assert!(
-        out.status.success(),
-        "sdiag {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// sdiag with `args`, against the cluster of slurm.conf `conf`.
+fn sdiag(conf: &Path, args: &str) -> String {
+    sh(&format!("SLURM_CONF={} sdiag {args}", conf.display()))
 }
 
 /// Zero slurmctld's counters.
-pub(super) fn reset(conf: &std::path::Path) {
-    sdiag(conf, &["--reset"]);
+pub(super) fn reset(conf: &Path) {
+    sdiag(conf, "--reset");
 }
 
 /// slurmctld's counts by message type since the last reset.
-pub(super) fn by_type(conf: &std::path::Path) -> BTreeMap<String, u64> {
-    parse(&sdiag(conf, &[]))
+pub(super) fn by_type(conf: &Path) -> BTreeMap<String, u64> {
+    parse(&sdiag(conf, ""))
 }
 
 /// The "by message type" table of sdiag's report: lines such as
