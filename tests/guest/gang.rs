@@ -221,8 +221,11 @@ fn two_gangs_take_turns_together_on_the_clock() {
         ran(&ta),
         ran(&tb)
     );
+    // A CPU that idles stops its tick too, so the spans set aside include
+    // idle ones (41% of the window once on 6.12): only a trace with little
+    // left to judge is refused.
     assert!(
-        judged > 0.5 * window.as_secs_f64(),
+        judged > 0.2 * window.as_secs_f64(),
         "the host left a virtual CPU unrun for {:.0} ms of the {} s traced: too little to judge the gangs by",
         trace::total(&stalled) * 1e3,
         window.as_secs()
