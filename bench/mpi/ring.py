@@ -13,9 +13,13 @@ Run it with mpirun and Debian's Python, which has Debian's mpi4py
 (its own clock, from the first barrier to the last), cpu_ms (CPU time
 of every rank, summed), rounds, ranks, and ring_start and ring_end (the
 same span on CLOCK_MONOTONIC, in seconds, to cut a trace to it).
+With --go PATH, once every rank is up rank 0 writes PATH.ready.<job>
+(the Slurm job id, else its pid) and the ring starts when PATH exists:
+jobs whose start-up took different times then run their rings at once.
 """
 
 import argparse
+import os
 import resource
 import time
 
@@ -26,6 +30,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=400, help="exchanges per rank")
     ap.add_argument("--work", type=int, default=200, help="loop iterations of compute per round")
+    ap.add_argument("--go", help="start the ring when this file exists")
     args = ap.parse_args()
 
     comm = MPI.COMM_WORLD
@@ -34,6 +39,13 @@ def main() -> None:
     out, into = bytearray(8), bytearray(8)
 
     comm.Barrier()
+    if args.go:
+        if rank == 0:
+            job = os.environ.get("SLURM_JOB_ID", str(os.getpid()))
+            open(f"{args.go}.ready.{job}", "w").close()
+            while not os.path.exists(args.go):
+                time.sleep(0.01)
+        comm.Barrier()
     start = time.monotonic()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     acc = 0

@@ -4,7 +4,9 @@
 //! guest, and what it installed put to use: the unit through systemd's own
 //! verifier, the man pages through man, the completions through their
 //! shells, the installed binary loading the scheduler with the installed
-//! config. Then removed and purged: nothing of it stays.
+//! config. Then removed and purged: nothing of it stays. And the
+//! package's files where it installs them, for the tests that run them
+//! as a site does (`installed()`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -12,12 +14,49 @@ use std::process::Command;
 
 use crate::common::*;
 
-const DEB: &str = concat!(
+pub(crate) const DEB: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/target/package/scx-linger_",
     env!("CARGO_PKG_VERSION"),
     "_amd64.deb"
 );
+
+/// Where `installed()` unpacks the package, on the guest's own tmpfs.
+const UNPACKED: &str = "/run/scx-linger-package";
+
+/// The package's /usr at its own paths in this boot, as `dpkg -i` puts
+/// it on a site's node: Slurm's hooks at /usr/lib/scx_linger/, the
+/// binary they run at /usr/sbin/scx_linger. The guest's /usr is the
+/// host's, read-only, so the package is unpacked once a boot and laid
+/// over it (overlayfs, the package on top). Its /etc is left out: each
+/// test brings its own config. The Slurm tests name these files in
+/// slurm.conf exactly as the package's docs do, so what slurmd and
+/// slurmctld run is what the package ships, unchanged.
+pub(crate) fn installed() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        assert!(
+            Path::new(DEB).exists(),
+            "{DEB} is missing: run the guest tests with `cargo xtask test`, which builds it"
+        );
+        let _ = fs::remove_dir_all(UNPACKED);
+        run(Command::new("dpkg-deb").args(["-x", DEB, UNPACKED]));
+        run(Command::new("mount").args([
+            "-t",
+            "overlay",
+            "overlay",
+            "-o",
+            &format!("lowerdir={UNPACKED}/usr:/usr"),
+            "/usr",
+        ]));
+        let version = run(Command::new("/usr/sbin/scx_linger").arg("--version"));
+        assert!(
+            version.contains(env!("CARGO_PKG_VERSION"))
+                && Path::new("/usr/lib/scx_linger/slurm-prolog").exists(),
+            "the package's files are not at their paths: {version}"
+        );
+    });
+}
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));

@@ -164,19 +164,32 @@ impl Cluster {
         }
         let d = dir.display();
         let l = local.display();
-        for (hook, name) in [("prolog", "prolog.sh"), ("epilog", "epilog.sh")] {
-            let p = dir.join(name);
-            // Which slurm.conf slurmd named to its hook, for the tests.
-            fs::write(
-                &p,
-                format!(
-                    "#!/bin/sh\necho \"$SLURM_CONF\" > {d}/log/{hook}-conf.$SLURM_JOB_ID\n\
-                     exec {AGENT} slurm {hook}\n"
-                ),
-            )
-            .unwrap();
-            sh(&format!("chmod 755 {}", p.display()));
-        }
+        // The package's hooks, at the paths its docs give slurm.conf.
+        crate::package::installed();
+        let hooks = match layout {
+            Layout::File => {
+                "Prolog=/usr/lib/scx_linger/slurm-prolog\nEpilog=/usr/lib/scx_linger/slurm-epilog\n"
+                    .to_string()
+            }
+            // The other layout the docs give: the hooks as lines of the
+            // site's own scripts. Each script also notes which slurm.conf
+            // slurmd named to it, which the configless test checks.
+            Layout::Configless => {
+                for hook in ["prolog", "epilog"] {
+                    let p = dir.join(format!("site-{hook}"));
+                    fs::write(
+                        &p,
+                        format!(
+                            "#!/bin/sh\necho \"$SLURM_CONF\" > {d}/log/{hook}-conf.$SLURM_JOB_ID\n\
+                             /usr/lib/scx_linger/slurm-{hook}\n"
+                        ),
+                    )
+                    .unwrap();
+                    sh(&format!("chmod 755 {}", p.display()));
+                }
+                format!("Prolog={d}/site-prolog\nEpilog={d}/site-epilog\n")
+            }
+        };
         let cpus = nr_cpus();
         let node = node();
         fs::write(
@@ -188,7 +201,7 @@ impl Cluster {
                  SlurmctldLogFile={d}/log/slurmctld.log\nSlurmdLogFile={d}/log/slurmd.log\n\
                  ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity\n\
                  SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/backfill\n\
-                 PrologFlags=Contain\nProlog={d}/prolog.sh\nEpilog={d}/epilog.sh\nPlugStackConfig={d}/plugstack.conf\n\
+                 PrologFlags=Contain\n{hooks}PlugStackConfig={d}/plugstack.conf\n\
                  MpiDefault=none\nReturnToService=2\nSlurmdTimeout=30\n{configless}\
                  NodeName={node} NodeAddr={ADDR} CPUs={cpus} State=UNKNOWN\n\
                  PartitionName=primary Nodes={node} Default=YES OverSubscribe=FORCE:1 MaxTime=INFINITE State=UP\n\
@@ -208,7 +221,8 @@ impl Cluster {
         .unwrap();
         fs::write(
             dir.join("plugstack.conf"),
-            format!("required {SPANK_PLUGIN} agent={AGENT}\n"),
+            // The plugin runs the installed binary, its default.
+            format!("required {SPANK_PLUGIN}\n"),
         )
         .unwrap();
         let conf = dir.join("slurm.conf");
@@ -413,7 +427,7 @@ pub(crate) fn wait_hogs(c: &Cluster, id: u64) {
     assert!(started, "job {id} did not start its hogs: {}", c.logs());
 }
 
-/// Wait until every job runs with its cgroup there; then each job's CPU
+/// Wait until every job runs with its cgroup there and its hogs; then each job's CPU
 /// time over `window`, as shares of the node's CPU time.
 pub(super) fn shares(c: &Cluster, jobs: &[u64], window: Duration) -> Vec<f64> {
     let running = wait_until(Duration::from_secs(60), || {
@@ -421,7 +435,12 @@ pub(super) fn shares(c: &Cluster, jobs: &[u64], window: Duration) -> Vec<f64> {
             .all(|&j| c.job_state(j) == "RUNNING" && job_cgroup(j).is_some())
     });
     assert!(running, "jobs {jobs:?} did not all start: {}", c.logs());
-    // Let every hog start before the window opens.
+    // Every job's script has forked its hogs (a gang's script runs only
+    // in its slots, seconds after Slurm calls the job running); then a
+    // second for them to start spinning before the window opens.
+    for &j in jobs {
+        wait_hogs(c, j);
+    }
     std::thread::sleep(Duration::from_secs(1));
     let cgs: Vec<PathBuf> = jobs
         .iter()

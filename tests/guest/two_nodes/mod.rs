@@ -11,8 +11,9 @@
 //! guest knows its number from SCX_LINGER_NODE.
 //!
 //! The cluster: chronyd serving on n1 and following it on n2; munged on
-//! both with the same key; slurmctld on n1 with our PrologSlurmctld;
-//! slurmd on both with our Prolog and Epilog; each node's agent with the
+//! both with the same key; slurmctld on n1 with the package's
+//! PrologSlurmctld; slurmd on both with its Prolog and Epilog (the files
+//! the package installs, at its paths, unchanged); each node's agent with the
 //! same config, whose site rule makes the `gang` partition's jobs gangs.
 //! As a site runs them: each daemon in its own service cgroup below
 //! `system.slice` (the node's machinery, bpf/machinery.bpf.c), slurm.conf
@@ -31,6 +32,7 @@ use crate::common::*;
 use crate::slurm::{as_service, munge_and_cgroups, sh, start_munged};
 use crate::trace::{self, Run};
 
+mod mpi;
 mod rows_seen;
 mod rpcs;
 use rows_seen::*;
@@ -113,8 +115,11 @@ fn slurm_conf() -> PathBuf {
     shared_dir().join("slurm.conf")
 }
 
-/// munged and slurmd (and on n1 slurmctld first).
+/// munged and slurmd (and on n1 slurmctld first), with the package's
+/// hooks at the paths slurm.conf names: the package's files as shipped,
+/// run the way slurmd and slurmctld run them (SLURM_CONF is theirs).
 fn start_slurm(n: u32) -> Vec<Child> {
+    crate::package::installed();
     let mut d = vec![start_munged(|cmd| daemon("munged", cmd))];
     if n == 1 {
         d.push(daemon(
@@ -518,21 +523,6 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     peer.must("sync");
 
     let dir = results_dir();
-    for (hook, name) in [
-        ("prolog", "prolog.sh"),
-        ("epilog", "epilog.sh"),
-        ("row", "row.sh"),
-    ] {
-        let p = dir.join(name);
-        fs::write(
-            &p,
-            // The hooks find the daemons' slurm.conf themselves (slurmd
-            // hands its Prolog SLURM_CONF; slurm row reads slurmctld's).
-            format!("#!/bin/sh\nexec {AGENT} slurm {hook}\n"),
-        )
-        .unwrap();
-        sh(&format!("chmod 755 {}", p.display()));
-    }
     let d = dir.display();
     fs::write(
         slurm_conf(),
@@ -543,7 +533,8 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
              SlurmctldLogFile={d}/n1-slurmctld.log\nSlurmdLogFile={d}/slurmd-%n.log\n\
              ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n\
              SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/backfill\n\
-             PrologFlags=Contain\nProlog={d}/prolog.sh\nEpilog={d}/epilog.sh\nPrologSlurmctld={d}/row.sh\n\
+             PrologFlags=Contain\nProlog=/usr/lib/scx_linger/slurm-prolog\n\
+             Epilog=/usr/lib/scx_linger/slurm-epilog\nPrologSlurmctld=/usr/lib/scx_linger/slurm-row\n\
              MpiDefault=none\nReturnToService=2\n\
              NodeName=n1 NodeAddr={a1} CPUs=1 State=UNKNOWN\n\
              NodeName=n2 NodeAddr={a2} CPUs=1 State=UNKNOWN\n\
@@ -781,7 +772,10 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
             n2 * 100.0
         );
     }
+    // Real MPI, on nodes that n1's guest and n2's local gang have left.
     drop(g);
+    peer.must("sh pkill -x spin; true");
+    mpi::compare(&mut peer, &with_rows).judge();
     drop(peer);
     daemons.push(chrony);
     for mut d in daemons {

@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! Real MPI across the two nodes: Debian's OpenMPI, submitted as a user
+//! submits it (`sbatch -N2` with `mpirun` in the batch script; inside a
+//! Slurm allocation mpirun starts its daemon on the other node through
+//! `srun`), in the partition a site rule makes gangs, with the rows
+//! slurmctld hands out; and the same jobs under EEVDF in the same boot.
+//! The ranks run bench/mpi/ring.py (mpi4py): compute, then pass a
+//! message to the other node over TCP and spin in OpenMPI's progress
+//! engine for the answer.
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use super::*;
+
+/// The ring's rounds and compute per round: about 6 s alone (a round
+/// is about 10 ms: the TCP exchange between two emulated nodes).
+const ROUNDS: u32 = 600;
+const WORK: u32 = 1000;
+
+/// How long the jobs may take to reach their ring: Python, mpi4py,
+/// `srun` of OpenMPI's daemon on n2 and MPI_Init over the link.
+const START: Duration = Duration::from_secs(240);
+
+/// What the MPI jobs did, in one boot.
+pub(super) struct MpiFigures {
+    /// One job alone under EEVDF: its ring's wall time, s.
+    pub alone_s: f64,
+    /// Two at once, from the first ring's start to the last one's end,
+    /// against twice one alone.
+    pub eevdf: f64,
+    pub rows: f64,
+    /// Each job's row on n1 and on n2, under scx_linger.
+    pub rows_n1: Vec<(u64, u32)>,
+    pub rows_n2: Vec<(u64, u32)>,
+}
+
+/// Submit a two-node MPI job, a rank per node, whose ring starts when
+/// `go` exists; its id.
+fn submit(go: &Path) -> u64 {
+    let ring = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/mpi/ring.py");
+    let out = Command::new("sbatch")
+        .env("SLURM_CONF", slurm_conf())
+        .args([
+            "--parsable",
+            "-N2",
+            "--ntasks-per-node=1",
+            "-p",
+            "gang",
+            "-o",
+        ])
+        .arg(results_dir().join("mpi-%j.out"))
+        .arg(format!(
+            // As root (the test's user), OpenMPI asks to be told twice;
+            // its traffic goes over the nodes' link.
+            "--wrap=export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+             OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include={NET}.0/24 \
+             OMPI_MCA_oob_tcp_if_include={NET}.0/24 && \
+             exec mpirun /usr/bin/python3 {} --rounds {ROUNDS} --work {WORK} --go {}",
+            ring.display(),
+            go.display()
+        ))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "sbatch: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .trim()
+        .split(';')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// Run `jobs` MPI jobs with their rings started at one moment; the span
+/// from the first ring's start to the last one's end (rank 0 of each is
+/// on n1, so one clock), s.
+fn span(jobs: usize, phase: &str) -> (Vec<u64>, f64) {
+    let go = results_dir().join(format!("mpi-go-{phase}"));
+    let ids: Vec<u64> = (0..jobs).map(|_| submit(&go)).collect();
+    let out = |id: u64| fs::read_to_string(results_dir().join(format!("mpi-{id}.out")));
+    let ready = wait_until(START, || {
+        ids.iter()
+            .all(|id| Path::new(&format!("{}.ready.{id}", go.display())).exists())
+    });
+    assert!(
+        ready,
+        "MPI jobs {ids:?} did not reach their rings in {START:?}: {:?}",
+        ids.iter()
+            .map(|&id| out(id).unwrap_or_default())
+            .collect::<Vec<_>>()
+    );
+    fs::write(&go, "").unwrap();
+    let done = wait_until(Duration::from_secs(300), || {
+        ids.iter()
+            .all(|&id| out(id).is_ok_and(|t| t.contains("ring_end=")))
+    });
+    let texts: Vec<String> = ids.iter().map(|&id| out(id).unwrap_or_default()).collect();
+    assert!(done, "MPI jobs {ids:?} did not finish: {texts:?}");
+    let field = |t: &str, key: &str| -> f64 {
+        t.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_else(|| panic!("no {key} in {t:?}"))
+    };
+    let start = texts
+        .iter()
+        .map(|t| field(t, "ring_start"))
+        .fold(f64::INFINITY, f64::min);
+    let end = texts
+        .iter()
+        .map(|t| field(t, "ring_end"))
+        .fold(0.0, f64::max);
+    (ids, end - start)
+}
+
+/// One MPI job alone and two at once under EEVDF, then two at once under
+/// the agents with `config` (a gang rule and `[rows]`). The agents must
+/// be stopped when this starts; they are again when it returns.
+pub(super) fn compare(peer: &mut Peer, config: &str) -> MpiFigures {
+    let (_, alone_s) = span(1, "alone");
+    let ideal = 2.0 * alone_s;
+    let (_, eevdf) = span(2, "eevdf");
+    let agent = start_agents(peer, config);
+    let (ids, rows) = span(2, "rows");
+    let table = agent.output();
+    let n2_log = stop_agents(peer, agent);
+    MpiFigures {
+        alone_s,
+        eevdf: eevdf / ideal,
+        rows: rows / ideal,
+        rows_n1: job_rows(&table, &ids),
+        rows_n2: job_rows(&n2_log, &ids),
+    }
+}
+
+impl MpiFigures {
+    /// The figure, and what the scheduler is held to: each job in a row
+    /// of its own, the same on both nodes. The spans are reported, not
+    /// judged (one emulated vCPU a node; bench/README.md reads them).
+    pub(super) fn judge(&self) {
+        figure(&format!(
+            "two nodes, real MPI: 2 OpenMPI jobs (sbatch -N2, mpirun, a rank per node, an mpi4py ring over TCP), their rings started together: span vs ideal (2x one job alone under EEVDF, {:.2} s, same boot) scx_linger with rows {:.2}x, EEVDF {:.2}x; rows n1 {:?}, n2 {:?}",
+            self.alone_s, self.rows, self.eevdf, self.rows_n1, self.rows_n2
+        ));
+        assert!(
+            self.rows_n1.len() == 2
+                && self.rows_n1[0].1 != self.rows_n1[1].1
+                && self.rows_n1 == self.rows_n2,
+            "the MPI jobs do not have a row each, the same on both nodes: n1 {:?}, n2 {:?}",
+            self.rows_n1,
+            self.rows_n2
+        );
+    }
+}
