@@ -317,7 +317,21 @@ const RANK_START: Duration = Duration::from_secs(240);
 /// Submit a two-node job of one rank per node, whose rounds start when
 /// `go` exists; its id.
 fn submit(partition: &str, rounds: u64, go: &Path) -> u64 {
-    let dir = results_dir();
+    sbatch(
+        partition,
+        "job",
+        &format!(
+            "srun {} --slurm --rounds {rounds} --iters 20000 --meet-s {} --go {}",
+            bench_bin("exchange").display(),
+            RANK_START.as_secs(),
+            go.display()
+        ),
+    )
+}
+
+/// `sbatch -N2` of `script` (a rank per node) in `partition`, its output
+/// in `<prefix>-<id>.out` in the results folder; the job's id.
+fn sbatch(partition: &str, prefix: &str, script: &str) -> u64 {
     let out = Command::new("sbatch")
         .env("SLURM_CONF", slurm_conf())
         .args([
@@ -328,13 +342,8 @@ fn submit(partition: &str, rounds: u64, go: &Path) -> u64 {
             partition,
             "-o",
         ])
-        .arg(dir.join("job-%j.out"))
-        .arg(format!(
-            "--wrap=srun {} --slurm --rounds {rounds} --iters 20000 --meet-s {} --go {}",
-            bench_bin("exchange").display(),
-            RANK_START.as_secs(),
-            go.display()
-        ))
+        .arg(results_dir().join(format!("{prefix}-%j.out")))
+        .arg(format!("--wrap={script}"))
         .output()
         .unwrap();
     assert!(

@@ -10,7 +10,6 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use super::*;
@@ -41,41 +40,20 @@ pub(super) struct MpiFigures {
 /// `go` exists; its id.
 fn submit(go: &Path) -> u64 {
     let ring = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/mpi/ring.py");
-    let out = Command::new("sbatch")
-        .env("SLURM_CONF", slurm_conf())
-        .args([
-            "--parsable",
-            "-N2",
-            "--ntasks-per-node=1",
-            "-p",
-            "gang",
-            "-o",
-        ])
-        .arg(results_dir().join("mpi-%j.out"))
-        .arg(format!(
-            // As root (the test's user), OpenMPI asks to be told twice;
-            // its traffic goes over the nodes' link.
-            "--wrap=export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    sbatch(
+        "gang",
+        "mpi",
+        // As root (the test's user), OpenMPI asks to be told twice; its
+        // traffic goes over the nodes' link.
+        &format!(
+            "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
              OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include={NET}.0/24 \
              OMPI_MCA_oob_tcp_if_include={NET}.0/24 && \
              exec mpirun /usr/bin/python3 {} --rounds {ROUNDS} --work {WORK} --go {}",
             ring.display(),
             go.display()
-        ))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "sbatch: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .trim()
-        .split(';')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
+        ),
+    )
 }
 
 /// Run `jobs` MPI jobs with their rings started at one moment; the span
