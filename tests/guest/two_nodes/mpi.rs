@@ -14,9 +14,17 @@ use std::time::Duration;
 
 use super::*;
 
-/// The ring's rounds and compute per round: about 6 s alone (a round
-/// is about 10 ms: the TCP exchange between two emulated nodes).
-const ROUNDS: u32 = 600;
+/// The ring's rounds: 3-10 ms each (the TCP exchange between two
+/// emulated nodes, whose time moves from boot to boot); more for the
+/// bench (`--two-node-baselines`), where the figure is read.
+fn rounds() -> u32 {
+    if crate::load::env_or("SCX_LINGER_TWO_NODE_BASELINES", 0) == 1 {
+        3000
+    } else {
+        600
+    }
+}
+/// Compute per round (loop iterations in Python).
 const WORK: u32 = 1000;
 
 /// How long the jobs may take to reach their ring: Python, mpi4py,
@@ -49,8 +57,9 @@ fn submit(go: &Path) -> u64 {
             "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
              OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include={NET}.0/24 \
              OMPI_MCA_oob_tcp_if_include={NET}.0/24 && \
-             exec mpirun /usr/bin/python3 {} --rounds {ROUNDS} --work {WORK} --go {}",
+             exec mpirun /usr/bin/python3 {} --rounds {} --work {WORK} --go {}",
             ring.display(),
+            rounds(),
             go.display()
         ),
     )
