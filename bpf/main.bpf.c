@@ -273,14 +273,19 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	 * or yielding tasks, new tasks on some paths), so an idle CPU may
 	 * exist that nobody told: wake one that may run the task, in the LLC
 	 * it waits on first (a CPU there takes it from its own queue, no
-	 * steal; for a guest under avoid, a whole idle core first).
+	 * steal; for a guest under avoid, a whole idle core first). Where
+	 * select_cpu() ran it looked already, a moment ago, and the kernel
+	 * wakes the CPU it chose if that one is idle: no second search.
 	 */
-	cpu = tier == LINGER_TIER_GUEST ? smt_pick_idle_for_guest(p, llc) :
-					  pick_idle_near(p, llc, 0);
-	if (cpu >= 0) {
-		stat_inc(LINGER_STAT_KICK_IDLE);
-		scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
-		return;
+	if (!__COMPAT_is_enq_cpu_selected(enq_flags)) {
+		cpu = tier == LINGER_TIER_GUEST ?
+			      smt_pick_idle_for_guest(p, llc) :
+			      pick_idle_near(p, llc, 0);
+		if (cpu >= 0) {
+			stat_inc(LINGER_STAT_KICK_IDLE);
+			scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
+			return;
+		}
 	}
 	/*
 	 * No idle CPU: a primary takes one from a guest, else, woken during
