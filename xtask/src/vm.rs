@@ -392,18 +392,24 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
     // The second node joins the first's process group, so that every way
     // the first is killed kills it too. Its QEMU connects to the first's
     // listening socket, which is there once the first QEMU has started.
-    let mut peer = match &args.peer {
-        Some(peer_cmd) => {
-            std::thread::sleep(Duration::from_secs(2));
-            let path = dir.join("run-n2.sh");
-            std::fs::write(&path, guest_script(&dir, &project, peer_cmd, Some(2)))?;
-            std::fs::write(dir.join("output-n2.log"), b"")?;
-            let mut cmd = guest(2, &path, "console-n2.log")?;
-            cmd.process_group(child.id() as i32);
-            Some(cmd.spawn().context("starting the second node")?)
+    // Its QEMU gives up at once if nothing listens yet, and the first's
+    // vng may take seconds to start its QEMU on a loaded host: wait for
+    // the socket rather than for a fixed time.
+    let first_pgid = child.id() as i32;
+    let start_peer = |peer_cmd: &str| -> Result<std::process::Child> {
+        let until = Instant::now() + Duration::from_secs(60);
+        while !listening(port) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(200));
         }
-        None => None,
+        let path = dir.join("run-n2.sh");
+        std::fs::write(&path, guest_script(&dir, &project, peer_cmd, Some(2)))?;
+        std::fs::write(dir.join("output-n2.log"), b"")?;
+        let mut cmd = guest(2, &path, "console-n2.log")?;
+        cmd.process_group(first_pgid);
+        cmd.spawn().context("starting the second node")
     };
+    let mut peer = args.peer.as_deref().map(start_peer).transpose()?;
+    let mut peer_boots = 1;
 
     let mut streamer = LogStreamer::new(dir.join("output.log"));
     let deadline = started + Duration::from_secs(args.timeout);
@@ -411,6 +417,21 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
         streamer.pump()?;
         if let Some(status) = child.try_wait()? {
             break Some(status);
+        }
+        // A second node that died before starting its command (its boot
+        // failed) is booted again while the first waits for it.
+        if let (Some(p), Some(peer_cmd)) = (peer.as_mut(), args.peer.as_deref()) {
+            if p.try_wait()?.is_some()
+                && !dir.join("started-n2").exists()
+                && peer_boots < BOOT_ATTEMPTS
+            {
+                tail_console(&dir, "console-n2.log");
+                peer_boots += 1;
+                step(&format!(
+                    "the second node died before starting its command; booting it again (attempt {peer_boots} of {BOOT_ATTEMPTS})"
+                ));
+                peer = Some(start_peer(peer_cmd)?);
+            }
         }
         if started.elapsed() > boot_deadline(args) && !dir.join("started").exists() {
             // SAFETY: kill(2) on our vng's process group (it and its
@@ -420,7 +441,7 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
             if let Some(mut p) = peer.take() {
                 let _ = p.wait();
             }
-            tail_console(&dir);
+            tail_console(&dir, "console.log");
             return Err(NeverStarted(format!(
                 "the guest had not started the command after {} s (console: {})",
                 boot_deadline(args).as_secs(),
@@ -453,15 +474,21 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
             let _ = p.wait();
         }
         if !dir.join("exit-code-n2").exists() {
+            tail_console(&dir, "console-n2.log");
             step(&format!(
-                "the second node did not finish its command (console: {})",
+                "the second node did not {} its command (console: {})",
+                if dir.join("started-n2").exists() {
+                    "finish"
+                } else {
+                    "start"
+                },
                 dir.join("console-n2.log").display()
             ));
         }
     }
 
     if status.is_none() {
-        tail_console(&dir);
+        tail_console(&dir, "console.log");
         bail!(
             "guest timed out after {} s and was killed (console: {})",
             args.timeout,
@@ -478,7 +505,7 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
             elapsed,
         }),
         None if !dir.join("started").exists() => {
-            tail_console(&dir);
+            tail_console(&dir, "console.log");
             Err(NeverStarted(format!(
                 "the guest died before running the command (vng {}); console: {}",
                 status.unwrap(),
@@ -487,7 +514,7 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
             .into())
         }
         None => {
-            tail_console(&dir);
+            tail_console(&dir, "console.log");
             let console = std::fs::read_to_string(dir.join("console.log")).unwrap_or_default();
             if console.contains("Oops: int3") {
                 return Err(EmulatorOops { dir }.into());
@@ -501,10 +528,28 @@ fn boot_once(args: &VmArgs) -> Result<Outcome> {
     }
 }
 
-fn tail_console(dir: &Path) {
-    if let Ok(text) = std::fs::read_to_string(dir.join("console.log")) {
+/// Whether something on this host listens on TCP `port`, read from
+/// /proc/net/tcp: a probe connection would be the one peer the first
+/// guest's QEMU accepts.
+fn listening(port: u16) -> bool {
+    let Ok(table) = std::fs::read_to_string("/proc/net/tcp") else {
+        return false;
+    };
+    table.lines().skip(1).any(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // local_address is ADDR:PORT in hex; state 0A is LISTEN.
+        fields.len() > 3
+            && fields[3] == "0A"
+            && fields[1]
+                .rsplit_once(':')
+                .is_some_and(|(_, p)| u16::from_str_radix(p, 16) == Ok(port))
+    })
+}
+
+fn tail_console(dir: &Path, console: &str) {
+    if let Ok(text) = std::fs::read_to_string(dir.join(console)) {
         let lines: Vec<&str> = text.lines().collect();
-        eprintln!("---- last lines of the guest console ----");
+        eprintln!("---- last lines of the guest console ({console}) ----");
         for l in &lines[lines.len().saturating_sub(40)..] {
             eprintln!("{l}");
         }
@@ -574,5 +619,14 @@ mod tests {
     fn one_argument_is_a_script_several_are_words() {
         assert_eq!(command_string(&["echo a; echo b".into()]), "echo a; echo b");
         assert_eq!(command_string(&["echo".into(), "a b".into()]), "echo 'a b'");
+    }
+
+    #[test]
+    fn sees_a_listening_socket_without_connecting_to_it() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        assert!(listening(port));
+        drop(listener);
+        assert!(!listening(port));
     }
 }
