@@ -212,11 +212,16 @@ struct linger_slot {
  * (open_ns; see gang.bpf.c) ends the cycle. Where a cycle starts is fixed
  * by the clock: cycle k begins at CLOCK_TAI = k * cycle_ns, so nodes with
  * the same table and synchronised clocks switch together.
+ * open_slots: slots that are open phase too (bit i: slot i), where the
+ * node's share of the cycle goes to jobs that run as ordinary work in
+ * a gang's stead (a multi-node job without a cluster row); their gangs
+ * fill what that work leaves, as in the open phase.
  */
 struct linger_rotation {
 	u64	cycle_ns;	/* 0: no gangs in this tier */
 	u64	open_ns;	/* the open phase at the end of the cycle */
 	u64	gangs;		/* every gang with a slot in this rotation */
+	u64	open_slots;
 	u32	nr_slots;
 	u32	turns;		/* admission's turns per round (admit_first()) */
 	struct linger_slot slots[LINGER_MAX_GANGS];

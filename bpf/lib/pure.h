@@ -51,7 +51,8 @@ static inline u32 hist_bucket(u64 ns)
 
 /*
  * Where rotation @r stands at CLOCK_TAI @tai: the gangs that run (into
- * *@mask), whether it is the open phase, and how long until the next
+ * *@mask), whether it is the open phase (past the last slot, or in an
+ * open slot), and how long until the next
  * boundary. Cycle k starts at tai = k * cycle_ns, so nodes with the same
  * table and synchronised clocks agree. @r->cycle_ns must not be 0.
  */
@@ -68,7 +69,7 @@ static inline u64 rotation_at(const struct linger_rotation *r, u64 tai,
 			break;
 		if (pos >= s->start_ns && pos < s->start_ns + s->len_ns) {
 			*mask = s->gangs;
-			*open = false;
+			*open = (r->open_slots >> i) & 1;
 			return s->start_ns + s->len_ns - pos;
 		}
 	}

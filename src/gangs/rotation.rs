@@ -26,6 +26,9 @@ pub struct Rotation {
     mount: PathBuf,
     numbers: Numbers,
     gangs: Vec<GangLabel>,
+    /// Multi-node primary gang jobs running here as ordinary work for
+    /// want of a row (labels/cgroups.rs): the table keeps their share.
+    rowless: Vec<String>,
     /// Gangs seen with more members runnable than their CPUs at the last
     /// look: reported if they still are at the next (a job's spawning
     /// thread makes a gang look one too big for a moment).
@@ -50,6 +53,7 @@ impl Rotation {
             mount: mount.to_path_buf(),
             numbers: Numbers::default(),
             gangs: Vec::new(),
+            rowless: Vec::new(),
             seen_big: HashSet::new(),
             default_slot,
             open_pct,
@@ -81,6 +85,12 @@ impl Rotation {
                 row: r.row,
             })
             .collect();
+        self.rowless = resolved
+            .clone()
+            .filter(|r| r.rowless && r.class == Class::Primary)
+            .map(|r| r.rel.clone())
+            .collect();
+        self.rowless.sort();
         for rel in self.numbers.assign(&self.gangs) {
             if let Some(g) = self.gangs.iter().find(|g| g.rel == rel) {
                 if self.warned_full.insert(g.id) {
@@ -188,7 +198,13 @@ impl Rotation {
             places.push(place);
         }
         self.seen_big = big_now;
-        let table = table::lay_out(&places, self.nr_cpus, self.open_pct, self.rows.as_ref());
+        let table = table::lay_out(
+            &places,
+            self.nr_cpus,
+            self.open_pct,
+            self.rows.as_ref(),
+            &self.rowless,
+        );
         if table != self.table {
             sched.set_gang_table(&table.to_bpf())?;
             info!("gang table: {}", table.describe());

@@ -39,6 +39,12 @@
 //!   the rows no such job of this node holds, and a row nobody leads is
 //!   a slot every gang may fill. Nothing a node runs moves another
 //!   node's rows.
+//! - **Jobs without a row.** A multi-node gang job that has no row here
+//!   runs as ordinary work (labels/cgroups.rs), and keeps the share of
+//!   the cycle it would have as a gang, as open phase: with rows, it
+//!   shares the free rows with the node's own gangs and its rows are
+//!   open slots; without, the open phase grows by a mean slot for it.
+//!   Else the node's own gangs would leave it the open phase alone.
 //! - **Filling order.** The order in which the BPF side lets other gangs
 //!   fill a slot's spare CPUs, and whose turn is first in each cycle, is
 //!   laid out here from paths and rows, so that nodes agree on it; gang
@@ -163,6 +169,10 @@ pub struct Slot {
     pub names: Vec<String>,
     /// The cluster row it is (part of), on a node with `[rows]`.
     pub row: Option<u32>,
+    /// Open phase: the share of a job that runs as ordinary work in a
+    /// gang's stead (`names`), which ordinary work takes first and
+    /// `gangs` fill.
+    pub open: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -200,8 +210,17 @@ pub struct Table {
 /// Lay the gangs out into a rotation per tier (see the module comment).
 /// `open_pct` is the share of the primary cycle left for ordinary
 /// primary work; `rows`, the cluster's matrix, replaces both the path
-/// order and `open_pct` for the primary tier.
-pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32, rows: Option<&Rows>) -> Table {
+/// order and `open_pct` for the primary tier. `rowless`: the paths of
+/// this node's multi-node primary gang jobs that run as ordinary work
+/// for want of a cluster row; each has the share of the cycle it would
+/// have as a gang, as open phase.
+pub fn lay_out(
+    gangs: &[GangPlace],
+    nr_cpus: u32,
+    open_pct: u32,
+    rows: Option<&Rows>,
+    rowless: &[String],
+) -> Table {
     let mut table = Table {
         nr_cpus,
         ..Table::default()
@@ -215,7 +234,7 @@ pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32, rows: Option<&R
             .collect();
         these.sort_by(|a, b| a.rel.cmp(&b.rel));
         if let (0, Some(rows), false) = (t, rows, these.is_empty()) {
-            table.tiers[t] = lay_out_rows(&these, rows);
+            table.tiers[t] = lay_out_rows(&these, rowless, rows);
             continue;
         }
         let mut rot = Rotation::default();
@@ -229,6 +248,7 @@ pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32, rows: Option<&R
                 gangs: 1 << g.number,
                 names: vec![g.rel.clone()],
                 row: None,
+                open: false,
             });
             start += g.slot;
         }
@@ -237,6 +257,10 @@ pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32, rows: Option<&R
         if t == 0 && !rot.slots.is_empty() {
             let pct = open_pct.min(50);
             rot.open = rot.cycle * pct / (100 - pct);
+            // A rowless job's share: what a gang's mean slot would be.
+            let mean = rot.cycle / rot.slots.len() as u32;
+            rot.open +=
+                (mean * rowless.len() as u32).min(MAX_CYCLE.saturating_sub(rot.cycle + rot.open));
             rot.cycle += rot.open;
         }
         table.tiers[t] = rot;
@@ -263,7 +287,7 @@ pub fn lay_out(gangs: &[GangPlace], nr_cpus: u32, open_pct: u32, rows: Option<&R
 /// `gangs` are in path order. Rows led by nobody on this node stay slots
 /// of their own, led by no gang: the rotation's boundaries must be the
 /// matrix's on every node.
-fn lay_out_rows(gangs: &[&GangPlace], rows: &Rows) -> Rotation {
+fn lay_out_rows(gangs: &[&GangPlace], rowless: &[String], rows: &Rows) -> Rotation {
     let count = rows.count.max(1) as usize;
     let mut held = vec![(0u64, Vec::new()); count];
     let mut local = Vec::new();
@@ -279,22 +303,29 @@ fn lay_out_rows(gangs: &[&GangPlace], rows: &Rows) -> Rotation {
             None => local.push(*g),
         }
     }
-    // The free rows, shared among the local gangs in turn: gang i of L
-    // leads free row j when j = i mod L; with more gangs than free rows,
-    // a row is cut into equal slots for the gangs it gets.
+    // The free rows, shared among the node's own jobs in turn: the local
+    // gangs, then the multi-node jobs that run here as ordinary work for
+    // want of a row (`rowless`), each of which would hold a row of its
+    // own had it one. Share i of S leads free row j when j = i mod S;
+    // with more shares than free rows, a row is cut into equal slots for
+    // the shares it gets. A rowless job's share is open phase, so that
+    // beside a local gang it has what a fair scheduler gives it.
+    let local_mask = local.iter().fold(0u64, |m, g| m | 1 << g.number);
+    let mut sharers: Vec<Share> = local.iter().map(|g| Share::Gang(g)).collect();
+    sharers.extend(rowless.iter().map(Share::Rowless));
     let free: Vec<usize> = (0..count).filter(|&r| held[r].0 == 0).collect();
-    let mut shares: Vec<Vec<&GangPlace>> = vec![Vec::new(); count];
+    let mut shares: Vec<Vec<&Share>> = vec![Vec::new(); count];
     if free.is_empty() {
         rot.unled = local.iter().map(|g| g.rel.clone()).collect();
-    } else if local.len() <= free.len() {
+    } else if sharers.len() <= free.len() {
         for (j, &r) in free.iter().enumerate() {
-            if let Some(g) = local.get(j % local.len().max(1)) {
-                shares[r].push(g);
+            if let Some(s) = sharers.get(j % sharers.len().max(1)) {
+                shares[r].push(s);
             }
         }
     } else {
-        for (i, g) in local.iter().enumerate() {
-            shares[free[i % free.len()]].push(g);
+        for (i, s) in sharers.iter().enumerate() {
+            shares[free[i % free.len()]].push(s);
         }
     }
     for r in 0..count {
@@ -307,19 +338,25 @@ fn lay_out_rows(gangs: &[&GangPlace], rows: &Rows) -> Rotation {
                 gangs: held[r].0,
                 names: std::mem::take(&mut held[r].1),
                 row,
+                open: false,
             });
             continue;
         }
         let n = shares[r].len() as u32;
-        for (k, g) in shares[r].iter().enumerate() {
+        for (k, share) in shares[r].iter().enumerate() {
             let from = rows.slot * k as u32 / n;
             let to = rows.slot * (k as u32 + 1) / n;
+            let (gangs, name, open) = match share {
+                Share::Gang(g) => (1u64 << g.number, g.rel.clone(), false),
+                Share::Rowless(rel) => (local_mask, (*rel).clone(), true),
+            };
             rot.slots.push(Slot {
                 start: start + from,
                 len: to - from,
-                gangs: 1 << g.number,
-                names: vec![g.rel.clone()],
+                gangs,
+                names: vec![name],
                 row,
+                open,
             });
         }
     }
@@ -346,6 +383,13 @@ fn lay_out_rows(gangs: &[&GangPlace], rows: &Rows) -> Rotation {
     rot.open = slots * pct / (100 - pct);
     rot.cycle = slots + rot.open;
     rot
+}
+
+/// Who leads a share of a free row.
+enum Share<'a> {
+    Gang(&'a GangPlace),
+    /// A multi-node job of this node without a row (its path).
+    Rowless(&'a String),
 }
 
 /// Scale slots down so that the whole cycle (with up to 50% open phase)
@@ -399,11 +443,13 @@ impl Table {
             dst.open_ns = rot.open.as_nanos() as u64;
             dst.gangs = rot.gangs;
             dst.turns = rot.turns;
+            dst.open_slots = 0;
             dst.nr_slots = rot.slots.len().min(MAX_GANGS) as u32;
             for (i, s) in rot.slots.iter().take(MAX_GANGS).enumerate() {
                 dst.slots[i].start_ns = s.start.as_nanos() as u64;
                 dst.slots[i].len_ns = s.len.as_nanos() as u64;
                 dst.slots[i].gangs = s.gangs;
+                dst.open_slots |= u64::from(s.open) << i;
             }
         }
         out
@@ -421,7 +467,9 @@ impl Table {
                 .iter()
                 .map(|s| {
                     let row = s.row.map(|r| format!("row {r}: ")).unwrap_or_default();
-                    let who = if s.names.is_empty() {
+                    let who = if s.open {
+                        format!("open: /{}", s.names.join(" + /"))
+                    } else if s.names.is_empty() {
                         "(any gang)".to_string()
                     } else {
                         format!("/{}", s.names.join(" + /"))

@@ -357,7 +357,10 @@ pub fn resolve_one(c: &Cgroup, parent: Option<&Resolved>, default: Class) -> Res
     // comes at the same moment on each of them, which a row gives. Laid
     // out node by node its ranks would meet by chance (33-50x its ideal
     // on two nodes), so without a row here it runs as its tier's ordinary
-    // work, in the deadline order that shares a CPU as EEVDF does.
+    // work, in the deadline order that shares a CPU as EEVDF does, and
+    // the gang table keeps the share of the cycle it would have as a
+    // gang as open phase (gangs/table.rs), so that the node's own gangs
+    // do not take it.
     let rowless = own.is_some() && class.is_gang() && c.facts.spans_nodes && row.is_none();
     let class = if rowless {
         warnings.push(format!(

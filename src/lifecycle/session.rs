@@ -209,7 +209,7 @@ fn publish_labels(
             .slurm_job
             .map(|j| format!("Slurm job {j} (/{})", r.rel))
             .unwrap_or_else(|| format!("/{}", r.rel));
-        warn!("{job} spans several nodes and has no cluster row here: it runs as ordinary {} work, not a gang slotted on this node alone", r.class);
+        warn!("{job} spans several nodes and has no cluster row here: it runs as ordinary {} work with a gang's share of the cycle, not a gang slotted on this node alone", r.class);
     }
     published.rowless = rowless;
     let result = sched.sync_labels(want);

@@ -88,7 +88,7 @@ fn every_gang_leads_a_slot_of_its_own_in_path_order() {
         },
         place(5, "g/x", Class::GuestGang),
     ];
-    let t = lay_out(&gangs, 4, 10, None);
+    let t = lay_out(&gangs, 4, 10, None, &[]);
     let p = &t.tiers[0];
     assert_eq!(
         slot_names(&t),
@@ -125,6 +125,7 @@ fn gangs_that_fit_run_beside_the_lead_and_a_gang_that_outgrows_the_room_is_let_g
         16,
         10,
         None,
+        &[],
     );
     assert_eq!(admitted(&t, &[(0, 9), (1, 8)], 0, 1), 0b01);
     assert_eq!(admitted(&t, &[(0, 8), (1, 8)], 0, 1), 0b11);
@@ -149,6 +150,7 @@ fn gangs_bound_to_the_same_cores_take_turns_and_a_gang_alone_on_its_cores_runs_t
         4,
         10,
         None,
+        &[],
     );
     assert_eq!(t.conflicts.get(&0), Some(&0b010));
     assert_eq!(t.conflicts.get(&2), None, "c shares its cores with nobody");
@@ -190,6 +192,7 @@ fn slurm_like_jobs_on_disjoint_and_overlapping_core_sets() {
         8,
         10,
         None,
+        &[],
     );
     assert_eq!(t.conflicts.get(&0), Some(&0b0010));
     assert_eq!(t.conflicts.get(&3), None);
@@ -207,6 +210,7 @@ fn a_gang_bigger_than_its_cpuset_is_too_big_for_its_own_cpus() {
         4,
         10,
         None,
+        &[],
     );
     let all = [(0, 3), (1, 1)];
     // Leading, it takes its two CPUs and a gang on other cores fits
@@ -222,7 +226,7 @@ fn a_gang_too_big_for_the_node_runs_in_the_slots_of_idle_gangs() {
         place(1, "idle1", Class::Gang),
         place(2, "idle2", Class::Gang),
     ];
-    let t = lay_out(&gangs, 4, 10, None);
+    let t = lay_out(&gangs, 4, 10, None, &[]);
     // Six members on four CPUs: too big to fill beside a running
     // lead, but the idle gangs' slots would otherwise go to waste.
     assert_eq!(admitted(&t, &[(0, 6)], 1, 0), 0b011);
@@ -239,6 +243,7 @@ fn a_gang_too_big_for_the_node_runs_in_the_slots_of_idle_gangs() {
         4,
         10,
         None,
+        &[],
     );
     assert_eq!(admitted(&t, &[(0, 6), (1, 5)], 2, 0), 0b101);
 }
@@ -256,12 +261,12 @@ fn the_table_depends_on_paths_not_on_numbers() {
         place(6, "y", Class::Gang),
     ];
     assert_eq!(
-        slot_names(&lay_out(&a, 2, 10, None)),
-        slot_names(&lay_out(&b, 2, 10, None))
+        slot_names(&lay_out(&a, 2, 10, None, &[])),
+        slot_names(&lay_out(&b, 2, 10, None, &[]))
     );
     assert_eq!(
-        lay_out(&a, 2, 10, None).tiers[0].cycle,
-        lay_out(&b, 2, 10, None).tiers[0].cycle
+        lay_out(&a, 2, 10, None, &[]).tiers[0].cycle,
+        lay_out(&b, 2, 10, None, &[]).tiers[0].cycle
     );
 }
 
@@ -273,7 +278,7 @@ fn long_tables_are_scaled_to_the_cycle_cap() {
             ..place(i, &format!("j{i:02}"), Class::Gang)
         })
         .collect();
-    let t = lay_out(&gangs, 4, 50, None);
+    let t = lay_out(&gangs, 4, 50, None, &[]);
     assert!(t.tiers[0].cycle <= MAX_CYCLE, "{:?}", t.tiers[0].cycle);
     assert_eq!(t.tiers[0].slots.len(), 60);
 }
@@ -281,7 +286,7 @@ fn long_tables_are_scaled_to_the_cycle_cap() {
 #[test]
 fn slot_boundaries_follow_the_clock() {
     let gangs = vec![place(0, "a", Class::Gang), place(1, "b", Class::Gang)];
-    let r = &lay_out(&gangs, 2, 0, None).tiers[0];
+    let r = &lay_out(&gangs, 2, 0, None, &[]).tiers[0];
     assert_eq!(r.cycle, Duration::from_millis(200));
     let ms = Duration::from_millis;
     // Any multiple of the cycle starts slot 0, on every node alike.
@@ -301,7 +306,7 @@ fn slot_boundaries_follow_the_clock() {
     assert_eq!(slot_at(r, big + ms(99)), Some((0b01, false, ms(1))));
     assert_eq!(slot_at(r, big + ms(100)), Some((0b10, false, ms(100))));
     assert_eq!(slot_at(r, big + ms(250)), Some((0b01, false, ms(50))));
-    let with_open = &lay_out(&gangs, 2, 20, None).tiers[0];
+    let with_open = &lay_out(&gangs, 2, 20, None, &[]).tiers[0];
     assert_eq!(with_open.cycle, ms(250));
     // The open phase runs the next slot's gangs after ordinary work.
     assert_eq!(
@@ -340,7 +345,7 @@ fn a_multi_node_job_leads_its_row_whatever_else_each_node_runs() {
     let m = rows(3);
     // Node 1 runs the two-node jobs x (row 0) and y (row 1) only;
     // node 2 runs them beside a gang of its own, numbered otherwise.
-    let one = lay_out(&[rowed(0, "x", 0), rowed(1, "y", 1)], 2, 10, Some(&m));
+    let one = lay_out(&[rowed(0, "x", 0), rowed(1, "y", 1)], 2, 10, Some(&m), &[]);
     let two = lay_out(
         &[
             rowed(4, "y", 1),
@@ -350,6 +355,7 @@ fn a_multi_node_job_leads_its_row_whatever_else_each_node_runs() {
         2,
         10,
         Some(&m),
+        &[],
     );
     assert_eq!(
         slots_ms(&one),
@@ -378,6 +384,50 @@ fn a_multi_node_job_leads_its_row_whatever_else_each_node_runs() {
 }
 
 #[test]
+fn a_job_without_a_row_keeps_the_share_it_would_have_as_a_gang_as_open_phase() {
+    let m = rows(3);
+    let rowless = ["job_6".to_string(), "job_7".to_string()];
+    // A node's own gang beside two multi-node jobs that got no row: each
+    // of the three leads a free row, the jobs' rows open phase in which
+    // the gang fills what ordinary work leaves.
+    let t = lay_out(&[place(2, "local", Class::Gang)], 1, 10, Some(&m), &rowless);
+    assert_eq!(
+        slots_ms(&t),
+        vec![(0, 100, 1 << 2), (100, 100, 1 << 2), (200, 100, 1 << 2)]
+    );
+    let open: Vec<bool> = t.tiers[0].slots.iter().map(|s| s.open).collect();
+    assert_eq!(open, vec![false, true, true]);
+    let cycle = t.tiers[0].cycle.as_nanos() as u64;
+    let base = 1_700_000_000_000_000_000 / cycle * cycle + cycle;
+    let at = |ms: u64| {
+        pure::rotation_at(&t.to_bpf().tiers[0], base + ms * 1_000_000).map(|(m, o, _)| (m, o))
+    };
+    assert_eq!(at(50), Some((1 << 2, false)));
+    assert_eq!(at(150), Some((1 << 2, true)));
+    assert_eq!(at(250), Some((1 << 2, true)));
+    assert!(
+        t.describe().contains("[row 1: open: /job_6 100ms]"),
+        "{}",
+        t.describe()
+    );
+    // Rows held by jobs that have them stay theirs.
+    let t = lay_out(
+        &[rowed(0, "x", 0), place(1, "local", Class::Gang)],
+        1,
+        10,
+        Some(&m),
+        &rowless[..1],
+    );
+    let led: Vec<(u64, bool)> = t.tiers[0].slots.iter().map(|s| (s.gangs, s.open)).collect();
+    assert_eq!(led, vec![(0b01, false), (0b10, false), (0b10, true)]);
+    // Without rows, the open phase grows by a mean slot per such job:
+    // here the gang's 100 ms, the jobs' 200 ms and 10% of the 100 ms.
+    let t = lay_out(&[place(0, "local", Class::Gang)], 1, 10, None, &rowless);
+    assert_eq!(t.tiers[0].open, Duration::from_nanos(211_111_111));
+    assert_eq!(t.tiers[0].cycle, Duration::from_nanos(311_111_111));
+}
+
+#[test]
 fn local_gangs_share_the_free_rows_and_cut_one_when_they_outnumber_them() {
     let m = rows(3);
     // One local gang leads every free row.
@@ -386,6 +436,7 @@ fn local_gangs_share_the_free_rows_and_cut_one_when_they_outnumber_them() {
         2,
         10,
         Some(&m),
+        &[],
     );
     assert_eq!(
         slots_ms(&t),
@@ -402,6 +453,7 @@ fn local_gangs_share_the_free_rows_and_cut_one_when_they_outnumber_them() {
         2,
         10,
         Some(&m),
+        &[],
     );
     assert_eq!(
         slots_ms(&t),
@@ -419,16 +471,23 @@ fn local_gangs_share_the_free_rows_and_cut_one_when_they_outnumber_them() {
         2,
         10,
         Some(&rows(1)),
+        &[],
     );
     assert_eq!(slots_ms(&t), vec![(0, 100, 0b01)]);
     assert_eq!(t.tiers[0].unled, vec!["a".to_string()]);
     assert_eq!(t.tiers[0].gangs, 0b11);
     // Two jobs given one row (more jobs than rows on a node) co-lead it;
     // a row beyond the matrix (a controller with another config) wraps.
-    let t = lay_out(&[rowed(0, "x", 0), rowed(1, "y", 2)], 2, 10, Some(&rows(2)));
+    let t = lay_out(
+        &[rowed(0, "x", 0), rowed(1, "y", 2)],
+        2,
+        10,
+        Some(&rows(2)),
+        &[],
+    );
     assert_eq!(slots_ms(&t), vec![(0, 100, 0b11), (100, 100, 0)]);
     // Guest gangs keep their own path-order rotation.
-    let t = lay_out(&[place(0, "g", Class::GuestGang)], 2, 10, Some(&m));
+    let t = lay_out(&[place(0, "g", Class::GuestGang)], 2, 10, Some(&m), &[]);
     assert_eq!(t.tiers[1].slots.len(), 1);
     assert!(t.tiers[0].slots.is_empty());
 }
@@ -449,7 +508,7 @@ fn admission_order_rotates_through_the_gangs_in_path_order() {
         .into_iter()
         .map(|(n, rel)| place(n, rel, Class::Gang))
         .collect();
-    let t = lay_out(&gangs, 4, 10, None);
+    let t = lay_out(&gangs, 4, 10, None, &[]);
     let all = t.tiers[0].gangs;
     let firsts: Vec<usize> = (0..4).map(|c| first_gang(&t, 0, all, c)).collect();
     assert_eq!(firsts, [7, 2, 5, 7]);
@@ -463,6 +522,7 @@ fn admission_order_rotates_through_the_gangs_in_path_order() {
         4,
         10,
         None,
+        &[],
     );
     assert_eq!(
         (first_gang(&t, 0, 0b10, 3), first_gang(&t, 1, 0b01, 3)),
@@ -477,8 +537,8 @@ fn nodes_that_number_the_same_jobs_otherwise_fill_a_free_row_alike() {
     // and went first). Row 2 is led by nobody on either node: in every
     // cycle both fill it with the same job, and each job in turn.
     let m = rows(3);
-    let one = lay_out(&[rowed(0, "x", 0), rowed(1, "y", 1)], 1, 10, Some(&m));
-    let two = lay_out(&[rowed(5, "x", 0), rowed(3, "y", 1)], 1, 10, Some(&m));
+    let one = lay_out(&[rowed(0, "x", 0), rowed(1, "y", 1)], 1, 10, Some(&m), &[]);
+    let two = lay_out(&[rowed(5, "x", 0), rowed(3, "y", 1)], 1, 10, Some(&m), &[]);
     let filler = |t: &Table, cycle: u64| {
         let b = t.to_bpf();
         let fill = t.tiers[0].gangs;
@@ -516,7 +576,7 @@ fn the_bpf_table_carries_every_slot() {
             ..place(9, "g", Class::GuestGang)
         },
     ];
-    let b = lay_out(&gangs, 2, 10, None).to_bpf();
+    let b = lay_out(&gangs, 2, 10, None, &[]).to_bpf();
     assert_eq!(b.tiers[0].nr_slots, 1);
     assert_eq!(b.tiers[0].slots[0].gangs, 1 << 3);
     assert_eq!(b.tiers[0].slots[0].len_ns, 100_000_000);
@@ -542,7 +602,7 @@ fn homes_after(
 #[test]
 fn gangs_that_start_small_spread_over_the_llcs_and_keep_their_homes_as_they_grow() {
     let gangs = [place(0, "a", Class::Gang), place(1, "b", Class::Gang)];
-    let t = lay_out(&gangs, 8, 10, None);
+    let t = lay_out(&gangs, 8, 10, None, &[]);
     let mut homes = [NO_HOME; MAX_GANGS];
     // Each job's first thread: most room, not the first LLC that fits.
     homes_after(&t, &[(0, 1), (1, 1)], 0b11, &[4, 4], &mut homes);
@@ -555,7 +615,7 @@ fn gangs_that_start_small_spread_over_the_llcs_and_keep_their_homes_as_they_grow
 
 #[test]
 fn a_gang_bigger_than_any_llc_has_no_home_until_it_fits_one_then_keeps_it() {
-    let t = lay_out(&[place(0, "big", Class::Gang)], 8, 10, None);
+    let t = lay_out(&[place(0, "big", Class::Gang)], 8, 10, None, &[]);
     let mut homes = [NO_HOME; MAX_GANGS];
     // The thread that spawned five workers still counts.
     homes_after(&t, &[(0, 5)], 0b1, &[4, 4], &mut homes);
@@ -575,7 +635,7 @@ fn a_gang_whose_home_fills_up_moves_and_one_left_out_keeps_its_home() {
         place(1, "b", Class::Gang),
         place(2, "c", Class::Gang),
     ];
-    let t = lay_out(&gangs, 8, 10, None);
+    let t = lay_out(&gangs, 8, 10, None, &[]);
     let mut homes = [NO_HOME; MAX_GANGS];
     homes_after(&t, &[(0, 2), (1, 2)], 0b011, &[4, 4], &mut homes);
     assert_eq!((homes[0], homes[1]), (0, 1));
@@ -595,7 +655,7 @@ fn a_gang_whose_home_fills_up_moves_and_one_left_out_keeps_its_home() {
 fn a_bound_gang_is_homed_only_in_the_llcs_its_cpuset_touches() {
     let mut g = bound(0, "bound", &[4, 5]);
     g.llcs = 0b10;
-    let t = lay_out(&[g, place(1, "free", Class::Gang)], 8, 10, None);
+    let t = lay_out(&[g, place(1, "free", Class::Gang)], 8, 10, None, &[]);
     assert_eq!(t.llcs_of.get(&0), Some(&0b10));
     let mut homes = [NO_HOME; MAX_GANGS];
     homes_after(&t, &[(0, 2), (1, 3)], 0b11, &[4, 4], &mut homes);
