@@ -95,16 +95,18 @@ pub(super) struct Waits {
 }
 
 /// Record ready waits in windows until `stop`, crediting each to the
-/// phase `phase` names at the window's end.
+/// phase `phase` names at the window's end, and naming that end in
+/// seconds since `day_start` (the progress file's clock).
 pub(super) fn trace_waits(
     stop: Arc<AtomicBool>,
     phase: Arc<Mutex<String>>,
     waits: Arc<Mutex<Waits>>,
-    window: Duration,
+    (day_start, window): (Instant, Duration),
     gap: Duration,
 ) {
     while !stop.load(Ordering::Relaxed) {
         let (seen, _) = record_ready_waits(|| std::thread::sleep(window));
+        let at = day_start.elapsed().as_secs_f64();
         let phase = phase.lock().unwrap().clone();
         let mut w = waits.lock().unwrap();
         w.windows += 1;
@@ -116,7 +118,10 @@ pub(super) fn trace_waits(
                 .entry((phase.clone(), class))
                 .or_insert((0.0, String::new()));
             if r.secs > e.0 {
-                *e = (r.secs, format!("{}[{}]", r.comm, r.pid));
+                *e = (
+                    r.secs,
+                    format!("{}[{}] in the window to {at:.0} s", r.comm, r.pid),
+                );
             }
         }
         drop(w);

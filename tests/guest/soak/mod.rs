@@ -93,6 +93,9 @@ fn a_compressed_day_on_a_busy_node() {
     let waits = Arc::new(Mutex::new(Waits::default()));
     let stop = Arc::new(AtomicBool::new(false));
     let (window, gap) = if secs > 600 { (4, 26) } else { (4, 6) };
+    // The progress file's clock: a longest wait names its window's end on
+    // it, so that it can be read beside the day's events.
+    let t0 = Instant::now();
     let tracer = {
         let (stop, phase, waits) = (stop.clone(), phase.clone(), waits.clone());
         std::thread::spawn(move || {
@@ -100,7 +103,7 @@ fn a_compressed_day_on_a_busy_node() {
                 stop,
                 phase,
                 waits,
-                Duration::from_secs(window),
+                (t0, Duration::from_secs(window)),
                 Duration::from_secs(gap),
             )
         })
@@ -108,7 +111,6 @@ fn a_compressed_day_on_a_busy_node() {
 
     // The same mix under EEVDF first: what the emulator does to any
     // scheduler shows here.
-    let t0 = Instant::now();
     while t0.elapsed() < Duration::from_secs(eevdf_secs) {
         churn.tick(&mut rng, most_jobs);
         std::thread::sleep(Duration::from_secs(1));
