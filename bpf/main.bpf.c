@@ -277,9 +277,10 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	 * select_cpu() chose, not this one). Wake one that may run the task,
 	 * in the LLC it waits on first (a CPU there takes it from its own
 	 * queue, no steal; for a guest under avoid, a whole idle core first).
-	 * Skipping the search where select_cpu() ran lost that wake-up: in
-	 * the soak a CPU idled 4.8 s beside eight queued tasks, until the
-	 * kernel ended the scheduler on the RCU stall of one of them.
+	 * The search runs on every enqueue: with it skipped where
+	 * select_cpu() ran, one soak boot in two had a CPU idle for 4.8 s
+	 * beside eight queued tasks, until the kernel ended the scheduler on
+	 * the RCU stall of one of them (docs/design.md, the hot path's table).
 	 */
 	cpu = tier == LINGER_TIER_GUEST ? smt_pick_idle_for_guest(p, llc) :
 					  pick_idle_near(p, llc, 0);
