@@ -108,6 +108,13 @@ fn kernel_log() -> String {
 }
 
 /// Where a test may leave files the host can read after the run.
+/// Whether this boot also runs the baselines only the bench's figures
+/// read (`cargo xtask test --baselines`): a run under EEVDF or with a
+/// rule off beside what a test checks, which CI leaves out.
+pub fn baselines() -> bool {
+    std::env::var("SCX_LINGER_BASELINES").is_ok_and(|v| v == "1")
+}
+
 pub fn results_dir() -> PathBuf {
     let dir = std::env::var_os("SCX_LINGER_RESULTS")
         .map(PathBuf::from)
@@ -512,6 +519,16 @@ impl TestCgroup {
     pub fn add(&self, pid: i32) {
         fs::write(self.path.join("cgroup.procs"), pid.to_string())
             .unwrap_or_else(|e| panic!("moving {pid} into {}: {e}", self.rel));
+    }
+
+    /// Freeze (or thaw) everything in this cgroup, and wait until the
+    /// kernel says it is. A fatal signal still ends a frozen task.
+    pub fn freeze(&self, on: bool) {
+        let _ = fs::write(self.path.join("cgroup.freeze"), if on { "1" } else { "0" });
+        let want = if on { "frozen 1" } else { "frozen 0" };
+        wait_until(Duration::from_secs(20), || {
+            fs::read_to_string(self.path.join("cgroup.events")).is_ok_and(|e| e.contains(want))
+        });
     }
 
     /// Spinning processes started in this cgroup.

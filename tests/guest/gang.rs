@@ -319,28 +319,29 @@ fn barrier_gangs_run_their_threads_together() {
     // part of it, as it is for real parallel jobs.
     let args = ["--threads", "2", "--rounds", "18000", "--iters", ITERS];
 
-    // The job alone, then two at once, under the kernel's own scheduler.
+    // The bench's baselines (`--baselines`), which nothing here judges:
+    // the job alone, then two at once, under the kernel's own scheduler.
     // Alone twice, keeping the faster: the first run after boot pays for
-    // loading the binary and warming the emulator.
-    let (alone_wall, alone_cpu) = [0, 1]
-        .map(|_| {
-            let launched = Instant::now();
-            let r = finish(start_plain(&args), Duration::from_secs(120));
-            (
-                launched.elapsed().as_secs_f64() * 1e3,
-                r.get("cpu_ms") as f64,
-            )
-        })
-        .into_iter()
-        .min_by(|x, y| x.0.total_cmp(&y.0))
-        .unwrap();
-    let ideal = 2.0 * alone_wall;
-    // The pair under the kernel's own scheduler, for contrast only: its
-    // threads overlap by chance, whatever the length, and its makespan
-    // (10-15x the ideal) is the bench's to compare (bench/README.md). A
-    // tenth of the rounds shows the first and spares CI the second.
-    let short = ["--threads", "2", "--rounds", "1800", "--iters", ITERS];
-    let eevdf = run_pair(|_| start_plain(&short));
+    // loading the binary and warming the emulator. The pair under EEVDF
+    // shows that its threads overlap by chance, whatever the length: a
+    // tenth of the rounds shows it (its makespan, 10-15x the ideal, is
+    // the bench's, bench/README.md).
+    let baseline = baselines().then(|| {
+        let (alone_wall, alone_cpu) = [0, 1]
+            .map(|_| {
+                let launched = Instant::now();
+                let r = finish(start_plain(&args), Duration::from_secs(120));
+                (
+                    launched.elapsed().as_secs_f64() * 1e3,
+                    r.get("cpu_ms") as f64,
+                )
+            })
+            .into_iter()
+            .min_by(|x, y| x.0.total_cmp(&y.0))
+            .unwrap();
+        let short = ["--threads", "2", "--rounds", "1800", "--iters", ITERS];
+        (alone_wall, alone_cpu, run_pair(|_| start_plain(&short)))
+    });
 
     let agent = Agent::start(&[]);
     let (a, b) = (TestCgroup::new("gang-a"), TestCgroup::new("gang-b"));
@@ -348,14 +349,31 @@ fn barrier_gangs_run_their_threads_together() {
     tag(&b.rel, "gang");
     let linger = run_pair(|i| start_job([&a, &b][i], &args));
     let pct = |p: &PairRun| two_pcts(p.together);
+    let eevdf = baseline
+        .as_ref()
+        .map_or("not run (--baselines)".into(), |b| {
+            format!("{} (a tenth of the rounds)", pct(&b.2))
+        });
+    let vs_alone = match &baseline {
+        Some((alone_wall, alone_cpu, _)) => format!(
+            "(alone {alone_wall:.0} ms): scx_linger wall vs ideal {:.2}x, CPU time vs alone {:.2}x",
+            linger.wall_ms / (2.0 * alone_wall),
+            linger.cpu_ms / (2.0 * alone_cpu),
+        ),
+        None => format!("(alone not run): scx_linger wall {:.0} ms", linger.wall_ms),
+    };
+    let together_vs_alone = baseline
+        .as_ref()
+        .map_or(String::new(), |(alone_wall, _, _)| {
+            format!(
+                " (time together vs alone {:.2}x / {:.2}x)",
+                linger.together_s[0] * 1e3 / alone_wall,
+                linger.together_s[1] * 1e3 / alone_wall,
+            )
+        });
     figure(&format!(
-        "gang: 2 barrier jobs x 2 threads on 2 CPUs (alone {alone_wall:.0} ms): scx_linger wall vs ideal {:.2}x, CPU time vs alone {:.2}x; threads together EEVDF {} (a tenth of the rounds), scx_linger {} (time together vs alone {:.2}x / {:.2}x)",
-        linger.wall_ms / ideal,
-        linger.cpu_ms / (2.0 * alone_cpu),
-        pct(&eevdf),
+        "gang: 2 barrier jobs x 2 threads on 2 CPUs {vs_alone}; threads together EEVDF {eevdf}, scx_linger {}{together_vs_alone}",
         pct(&linger),
-        linger.together_s[0] * 1e3 / alone_wall,
-        linger.together_s[1] * 1e3 / alone_wall,
     ));
 
     // What the scheduler controls, and what this test judges: whether a
@@ -375,9 +393,8 @@ fn barrier_gangs_run_their_threads_together() {
     // was slowed by the emulator, not kept apart by the scheduler.
     assert!(
         linger.together.iter().all(|t| *t > 0.7),
-        "gang members ran together only {} of their run time (EEVDF {})",
+        "gang members ran together only {} of their run time (EEVDF {eevdf})",
         pct(&linger),
-        pct(&eevdf)
     );
     stop_still_enabled(agent);
 }
@@ -513,6 +530,8 @@ fn ordinary_work_gets_relief_while_gangs_fill_every_cpu() {
     // ordinary work is sure only of the open phase at the end of each
     // 222 ms cycle. Killed with their cgroups.
     let args = ["--threads", "2", "--rounds", "1000000000", "--iters", ITERS];
+    // Some 15 runs of the waker without relief, 150 with.
+    let window = Duration::from_secs(3);
     let measure = |agent_args: &[&str]| {
         let agent = Agent::start(agent_args);
         tag(&a.rel, "gang");
@@ -524,7 +543,7 @@ fn ordinary_work_gets_relief_while_gangs_fill_every_cpu() {
         // itself ordinary work that they starve, and it reads and parses
         // the trace several times faster on free CPUs.
         let (runs, (delay_ms, wakes)) = trace::record_switches_during("mono", || {
-            let delay = ordinary_wake_delay_ms(Duration::from_secs(5));
+            let delay = ordinary_wake_delay_ms(window);
             for j in &mut jobs {
                 let _ = j.kill();
                 let _ = j.wait();
@@ -541,7 +560,8 @@ fn ordinary_work_gets_relief_while_gangs_fill_every_cpu() {
     let (off_ms, off_wakes, off_together) = measure(&["--relief-period-us", "0"]);
     let (on_ms, on_wakes, on_together) = measure(&[]);
     figure(&format!(
-        "gang relief: a primary waking every 20 ms beside two gangs filling both CPUs: mean wait {on_ms:.1} ms ({on_wakes} runs in 5 s) with relief, {off_ms:.1} ms ({off_wakes} runs) without; gang members together {:.0}% / {:.0}% with, {:.0}% / {:.0}% without",
+        "gang relief: a primary waking every 20 ms beside two gangs filling both CPUs: mean wait {on_ms:.1} ms ({on_wakes} runs in {} s) with relief, {off_ms:.1} ms ({off_wakes} runs) without; gang members together {:.0}% / {:.0}% with, {:.0}% / {:.0}% without",
+        window.as_secs(),
         on_together[0] * 100.0,
         on_together[1] * 100.0,
         off_together[0] * 100.0,

@@ -305,21 +305,13 @@ pub(super) fn dying_cgroups() -> u64 {
         .unwrap_or(0)
 }
 
-pub(super) fn freeze(cg: &TestCgroup, on: bool) {
-    let _ = std::fs::write(cg.path.join("cgroup.freeze"), if on { "1" } else { "0" });
-    let want = if on { "frozen 1" } else { "frozen 0" };
-    wait_until(Duration::from_secs(20), || {
-        std::fs::read_to_string(cg.path.join("cgroup.events")).is_ok_and(|e| e.contains(want))
-    });
-}
-
 /// Every job's CPU time as `stats --json` and cpu.stat give it, with the
 /// day frozen so both stand still; the agent's reading runs every second.
 /// A job that is not frozen yet is left out: a guest freezes only when it
 /// runs, on the starvation guard's trickle while primaries want every
 /// CPU, and one still running would be read a second apart by the two.
 pub(super) fn job_cpu(root: &TestCgroup) -> BTreeMap<String, (f64, f64)> {
-    freeze(root, true);
+    root.freeze(true);
     std::thread::sleep(Duration::from_millis(2500));
     let v = stats_json_from(&day_agent());
     let mut out = BTreeMap::new();
@@ -338,7 +330,7 @@ pub(super) fn job_cpu(root: &TestCgroup) -> BTreeMap<String, (f64, f64)> {
         let kernel = usage_s(&cg);
         out.insert(path.to_string(), (ours, kernel));
     }
-    freeze(root, false);
+    root.freeze(false);
     out
 }
 

@@ -16,9 +16,9 @@ use super::*;
 
 /// The ring's rounds: 3-10 ms each (the TCP exchange between two
 /// emulated nodes, whose time moves from boot to boot); more for the
-/// bench (`--two-node-baselines`), where the figure is read.
+/// bench (`--baselines`), where the figure is read.
 fn rounds() -> u32 {
-    if crate::load::env_or("SCX_LINGER_TWO_NODE_BASELINES", 0) == 1 {
+    if baselines() {
         3000
     } else {
         600
@@ -33,12 +33,14 @@ const START: Duration = Duration::from_secs(240);
 
 /// What the MPI jobs did, in one boot.
 pub(super) struct MpiFigures {
-    /// One job alone under EEVDF: its ring's wall time, s.
-    pub alone_s: f64,
+    /// One job alone under EEVDF: its ring's wall time, s (the bench's
+    /// baselines only, as `eevdf`).
+    pub alone_s: Option<f64>,
     /// Two at once, from the first ring's start to the last one's end,
     /// against twice one alone.
     pub eevdf: f64,
-    pub rows: f64,
+    /// Two at once under scx_linger: the span, s.
+    pub rows_s: f64,
     /// Each job's row on n1 and on n2, under scx_linger.
     pub rows_n1: Vec<(u64, u32)>,
     pub rows_n2: Vec<(u64, u32)>,
@@ -107,21 +109,26 @@ fn span(jobs: usize, phase: &str) -> (Vec<u64>, f64) {
     (ids, end - start)
 }
 
-/// One MPI job alone and two at once under EEVDF, then two at once under
-/// the agents with `config` (a gang rule and `[rows]`). The agents must
-/// be stopped when this starts; they are again when it returns.
+/// Two MPI jobs at once under the agents with `config` (a gang rule and
+/// `[rows]`); with the bench's baselines first one alone and two at once
+/// under EEVDF. The agents must be stopped when this starts; they are
+/// again when it returns.
 pub(super) fn compare(peer: &mut Peer, config: &str) -> MpiFigures {
-    let (_, alone_s) = span(1, "alone");
-    let ideal = 2.0 * alone_s;
-    let (_, eevdf) = span(2, "eevdf");
+    let (alone_s, eevdf) = if baselines() {
+        let (_, alone_s) = span(1, "alone");
+        let (_, eevdf) = span(2, "eevdf");
+        (Some(alone_s), eevdf / (2.0 * alone_s))
+    } else {
+        (None, f64::NAN)
+    };
     let agent = start_agents(peer, config);
-    let (ids, rows) = span(2, "rows");
+    let (ids, rows_s) = span(2, "rows");
     let table = agent.output();
     let n2_log = stop_agents(peer, agent);
     MpiFigures {
         alone_s,
-        eevdf: eevdf / ideal,
-        rows: rows / ideal,
+        eevdf,
+        rows_s,
         rows_n1: job_rows(&table, &ids),
         rows_n2: job_rows(&n2_log, &ids),
     }
@@ -132,9 +139,20 @@ impl MpiFigures {
     /// of its own, the same on both nodes. The spans are reported, not
     /// judged (one emulated vCPU a node; bench/README.md reads them).
     pub(super) fn judge(&self) {
+        let spans = match self.alone_s {
+            Some(alone) => format!(
+                "span vs ideal (2x one job alone under EEVDF, {alone:.2} s, same boot) scx_linger with rows {:.2}x, EEVDF {:.2}x",
+                self.rows_s / (2.0 * alone),
+                self.eevdf
+            ),
+            None => format!(
+                "span with rows {:.2} s (alone and EEVDF not run: --baselines)",
+                self.rows_s
+            ),
+        };
         figure(&format!(
-            "two nodes, real MPI: 2 OpenMPI jobs (sbatch -N2, mpirun, a rank per node, an mpi4py ring over TCP), their rings started together: span vs ideal (2x one job alone under EEVDF, {:.2} s, same boot) scx_linger with rows {:.2}x, EEVDF {:.2}x; rows n1 {:?}, n2 {:?}",
-            self.alone_s, self.rows, self.eevdf, self.rows_n1, self.rows_n2
+            "two nodes, real MPI: 2 OpenMPI jobs (sbatch -N2, mpirun, a rank per node, an mpi4py ring over TCP), their rings started together: {spans}; rows n1 {:?}, n2 {:?}",
+            self.rows_n1, self.rows_n2
         ));
         assert!(
             self.rows_n1.len() == 2

@@ -64,6 +64,8 @@ pub fn run(args: &SoakArgs) -> Result<i32> {
         "env".to_string(),
         format!("SCX_LINGER_DAY_AGENT={}", agent.display()),
         format!("SCX_LINGER_DAY_SECS={secs}"),
+        // The day under EEVDF first: the report reads ours against it.
+        "SCX_LINGER_BASELINES=1".to_string(),
         format!("SCX_LINGER_DAY_CGROUPS={}", args.cgroups),
         format!("SCX_LINGER_DAY_GANGS={}", args.gangs),
     ];

@@ -64,10 +64,14 @@ pub struct TestArgs {
     /// the full soak; the thread tests end 2,000 at once already).
     #[arg(long, default_value_t = 300)]
     pub day_storm: u64,
-    /// The two-node pass also runs the mix without rows and under EEVDF,
-    /// for the bench's comparison (about 5 minutes more).
+    /// Also run the baselines that only the bench's figures read (nothing
+    /// judges them): under EEVDF, or with a rule off, beside what a test
+    /// checks. In the two-node pass: one job alone under EEVDF, both jobs
+    /// on quiet nodes, the mix without rows and under EEVDF, and MPI alone
+    /// and under EEVDF at the bench's 3,000 MPI rounds (about 10 minutes
+    /// more); in the plain pass a minute or two.
     #[arg(long)]
-    pub two_node_baselines: bool,
+    pub baselines: bool,
     /// The node-shaped pass: the tests where topology matters
     /// (tests/guest/node_shaped.rs) on a guest of this shape.
     #[arg(long, default_value = NODE_SHAPE)]

@@ -50,7 +50,7 @@ const EVERY_KERNEL: &[&str] = &[
     "faults::cpu_hotplug_restarts_the_scheduler_and_every_task_keeps_running",
     "faults::a_primary_on_a_cpu_a_real_time_task_takes_runs_elsewhere",
     "lifecycle::loads_names_itself_and_unloads_on_sigterm",
-    "lifecycle::sigkill_of_the_agent_falls_back_to_the_default_scheduler",
+    "faults::sigkill_with_guests_and_gangs_then_a_restart_restores_every_class",
     "load::thousands_of_threads_in_every_class_all_keep_running",
     "load::stress_ng_as_primaries_and_guests_beside_a_gang_soaks_without_ejection",
 ];
@@ -292,10 +292,7 @@ fn run_pass(args: &TestArgs, exe: &Path, k: &str, pass: &Pass, quiet: bool) -> R
         format!("SCX_LINGER_DAY_CGROUPS={}", args.day_cgroups),
         format!("SCX_LINGER_DAY_GANGS={}", args.day_gangs),
         format!("SCX_LINGER_DAY_STORM={}", args.day_storm),
-        format!(
-            "SCX_LINGER_TWO_NODE_BASELINES={}",
-            u8::from(args.two_node_baselines)
-        ),
+        format!("SCX_LINGER_BASELINES={}", u8::from(args.baselines)),
         exe.to_string_lossy().into_owned(),
         "--test-threads=1".into(),
         "-Zunstable-options".into(),
