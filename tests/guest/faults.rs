@@ -193,7 +193,7 @@ fn sigkill_with_guests_and_gangs_then_a_restart_restores_every_class() {
     require_guest();
     let guest = TestCgroup::new("t-kill/guest");
     let gang = TestCgroup::new("t-kill/gang");
-    let _primaries = Hogs::spin(nr_cpus());
+    let mut primaries = Hogs::spin(nr_cpus());
     let agent = Agent::start(&[]);
     tag(&guest.rel, "guest");
     tag(&gang.rel, "gang");
@@ -202,9 +202,22 @@ fn sigkill_with_guests_and_gangs_then_a_restart_restores_every_class() {
     std::thread::sleep(Duration::from_secs(2));
     let under_linger = cpu_share(&guests, Duration::from_secs(3));
 
+    // Killed outright, the agent cannot say goodbye: the kernel notices
+    // the BPF side's last reference go and puts every task back on its
+    // own scheduler, where all keep running.
     agent.kill9();
-    assert!(wait_until(Duration::from_secs(10), || state() == "disabled"));
+    assert!(
+        wait_until(Duration::from_secs(10), || state() == "disabled"),
+        "state is {} after SIGKILL of the agent",
+        state()
+    );
+    let before = primaries.runtimes();
     let under_eevdf = cpu_share(&guests, Duration::from_secs(3));
+    assert!(
+        all_progressed(&before, &primaries.runtimes()) && primaries.all_alive(),
+        "tasks stopped running after the agent was killed"
+    );
+    assert!(ejections(&dmesg()).is_empty(), "{:?}", ejections(&dmesg()));
 
     // A new agent reads every label back from the cgroups.
     let again = Agent::start(&[]);
@@ -247,64 +260,6 @@ fn sigkill_with_guests_and_gangs_then_a_restart_restores_every_class() {
         "{v}"
     );
     let (status, out) = again.stop();
-    assert!(status.success(), "{out}");
-}
-
-#[test]
-fn a_stopped_agent_never_blocks_scheduling() {
-    require_guest();
-    let p = nr_cpus();
-    let mut agent = Agent::start(&[]);
-    let primary = TestCgroup::new("t-stopped/primary");
-    let guest = TestCgroup::new("t-stopped/guest");
-    tag(&guest.rel, "guest");
-    let prim = primary.spin(p);
-    std::thread::sleep(Duration::from_secs(1));
-
-    // SIGSTOP for longer than the kernel's watchdog (30 s): scheduling
-    // must never wait on the agent. A task that starts meanwhile in the
-    // labelled cgroup is classified by BPF alone, from the labels it
-    // already has: it must get only the guard's trickle beside primaries
-    // that fill every CPU.
-    agent.signal(libc::SIGSTOP);
-    let late_guest = guest.spin(1);
-    std::thread::sleep(Duration::from_secs(1));
-    let (p0, g0) = (total_runtime(&prim), total_runtime(&late_guest));
-    let window = Duration::from_secs(35);
-    std::thread::sleep(window);
-    let (p1, g1) = (total_runtime(&prim), total_runtime(&late_guest));
-    let ejected = ejections(&dmesg());
-    let still = state();
-    agent.signal(libc::SIGCONT);
-
-    let capacity = p as f64 * window.as_nanos() as f64;
-    let (prim_share, guest_share) = ((p1 - p0) as f64 / capacity, (g1 - g0) as f64 / capacity);
-    figure(&format!(
-        "agent stopped for {} s: primaries {:.1}% of the CPUs, a guest started meanwhile {:.3}%; scheduler {still}",
-        window.as_secs(),
-        prim_share * 100.0,
-        guest_share * 100.0
-    ));
-    assert_eq!(
-        still, "enabled",
-        "ejected while the agent was stopped: {ejected:?}"
-    );
-    assert!(prim_share > 0.9, "primaries got {:.1}%", prim_share * 100.0);
-    assert!(
-        guest_share < 0.005,
-        "a guest started while the agent was stopped took {:.3}% of the CPU: BPF did not class it from the labels it had",
-        guest_share * 100.0
-    );
-
-    // Resumed, the agent carries on where it was.
-    assert!(agent.alive(), "{}", agent.output());
-    let stats = agent_output(Command::new(AGENT).args(["stats", "--json"]));
-    assert!(
-        stats.status.success(),
-        "stats after SIGCONT: {}",
-        String::from_utf8_lossy(&stats.stderr)
-    );
-    let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
 }
 

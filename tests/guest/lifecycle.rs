@@ -90,34 +90,6 @@ fn cpu_and_fork_workloads_progress_without_ejection() {
 }
 
 #[test]
-fn sigkill_of_the_agent_falls_back_to_the_default_scheduler() {
-    require_guest();
-    let mut spinners = Hogs::spin(nr_cpus() + 1);
-    let agent = Agent::start(&[]);
-    std::thread::sleep(Duration::from_secs(2));
-
-    agent.kill9();
-    assert!(
-        wait_until(Duration::from_secs(10), || state() == "disabled"),
-        "state is {} after SIGKILL of the agent",
-        state()
-    );
-    let before = spinners.runtimes();
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(
-        all_progressed(&before, &spinners.runtimes()),
-        "tasks stopped running after the agent was killed"
-    );
-    assert!(spinners.all_alive());
-    assert!(ejections(&dmesg()).is_empty(), "{:?}", ejections(&dmesg()));
-
-    // And the scheduler can be loaded again.
-    let again = Agent::start(&[]);
-    let (status, out) = again.stop();
-    assert!(status.success(), "{out}");
-}
-
-#[test]
 fn sighup_reloads_the_config_without_unloading_the_scheduler() {
     require_guest();
     let cfg = results_dir().join("reload.toml");

@@ -55,9 +55,9 @@ fn a_jobs_name_cannot_forge_its_row() {
     let _cfg = SiteConfig::install(
         "[rows]\ncount = 3\nslot_ms = 100\n\n[[slurm_rule]]\npartition = \"parallel\"\nclass = \"gang\"\n",
     );
-    let a = c.spin_job(&["-p", "parallel"], 1, 60);
+    let a = c.sleep_job(&["-p", "parallel"], 60);
     let forged = "x JobState=RUNNING NodeList=n[1-999] AdminComment=linger_row=0";
-    let h = c.spin_job(&["-p", "parallel", "-J", forged], 1, 60);
+    let h = c.sleep_job(&["-p", "parallel", "-J", forged], 60);
     // Both running, their own Prolog done: the hook run below by hand is
     // the last to write their records.
     wait_hogs(&c, a);
@@ -118,7 +118,7 @@ fn delegate(rel: &str, uid: u32) -> std::path::PathBuf {
 #[test]
 fn a_users_cgroup_named_like_slurms_takes_no_jobs_class() {
     let (agent, c, cfg) = gang_partition("slurm-hostile-cgroup.toml");
-    let j = c.spin_job(&["-p", "parallel"], 1, 60);
+    let j = c.sleep_job(&["-p", "parallel"], 60);
     assert!(
         wait_until(Duration::from_secs(20), || job_cgroup(j).is_some()),
         "job {j} has no cgroup"

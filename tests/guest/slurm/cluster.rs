@@ -300,15 +300,32 @@ impl Cluster {
     /// first line writes the class the agent had applied to the job by
     /// then, if any (see first_line()).
     pub(crate) fn spin_job(&self, args: &[&str], threads: usize, secs: u32) -> u64 {
+        self.submit(
+            args,
+            threads,
+            &format!("timeout {secs} sh -c 'while :; do :; done'"),
+        )
+    }
+
+    /// The same with a task that sleeps for `secs`: a job that must run,
+    /// not load the node (the hooks' tests; spinning gangs would leave
+    /// the test's own commands only relief and the open phase).
+    pub(crate) fn sleep_job(&self, args: &[&str], secs: u32) -> u64 {
+        self.submit(args, 1, &format!("sleep {secs}"))
+    }
+
+    /// sbatch a script that starts `tasks` copies of `task` in the
+    /// background, marks them started (wait_hogs()) and waits for them.
+    fn submit(&self, args: &[&str], tasks: usize, task: &str) -> u64 {
         let script = format!(
             "#!/bin/sh\necho \"applied: $(cat {RECORDS}/$SLURM_JOB_ID.applied 2>/dev/null)\"\n\
-             for i in $(seq {threads}); do timeout {secs} sh -c 'while :; do :; done' & done\n\
+             for i in $(seq {tasks}); do {task} & done\n\
              : > {}/log/job-$SLURM_JOB_ID.hogs\nwait\n",
             self.dir.display()
         );
         let out = self
             .cmd("sbatch")
-            .args(["--parsable", "-n", &threads.to_string(), "-o"])
+            .args(["--parsable", "-n", &tasks.to_string(), "-o"])
             .arg(self.dir.join("log/job-%j.out"))
             .args(args)
             .stdin(Stdio::piped())
