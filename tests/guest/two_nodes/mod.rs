@@ -24,7 +24,8 @@
 //! What CI holds the scheduler to (rows, shares, the hooks' requests) needs
 //! only the runs under scx_linger. The baselines the bench compares with
 //! (one job alone under EEVDF, both jobs on quiet nodes, the mix without
-//! rows and under EEVDF, MPI alone and under EEVDF) run only with
+//! rows and under EEVDF, MPI alone and under EEVDF, Slurm's own gang
+//! scheduling, slurm_gang.rs) run only with
 //! `cargo xtask test --baselines`: each is a Slurm job start and a
 //! run of a minute or more on these emulated nodes, and none is judged.
 
@@ -43,6 +44,7 @@ mod jobs;
 mod mpi;
 mod rows_seen;
 mod rpcs;
+mod slurm_gang;
 use jobs::*;
 use rows_seen::*;
 
@@ -430,20 +432,21 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     // the agents' config the hooks find no [rows] and ask nothing.
     let (alone_eevdf, asked_plain) = if baselines() {
         rpcs::reset(&slurm_conf());
-        let alone = makespan(&mut peer, 1, rounds);
+        let alone = makespan(&mut peer, 1, Ranks::spinning(rounds));
         (alone, Some(rpcs::by_type(&slurm_conf())))
     } else {
         (f64::INFINITY, None)
     };
     let agent = start_agents(&mut peer, &with_rows);
-    rpcs::reset(&slurm_conf());
-    let alone = makespan(&mut peer, 1, rounds);
-    let asked_rows = rpcs::by_type(&slurm_conf());
-    // Both jobs on quiet nodes: the same mix on each.
-    let same = if baselines() {
-        makespan(&mut peer, 2, rounds)
+    // One job alone, and both jobs on quiet nodes (the same mix on each),
+    // under the agents with rows.
+    let (alone, same) = if baselines() {
+        (
+            makespan(&mut peer, 1, Ranks::spinning(rounds)),
+            makespan(&mut peer, 2, Ranks::spinning(rounds)),
+        )
     } else {
-        f64::NAN
+        (f64::NAN, f64::NAN)
     };
 
     // Then the nodes run different mixes: a node-local gang on n2 (one
@@ -460,19 +463,23 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     // The kernel's counters at the go: n1's guest's CPU time and both
     // nodes' idle time, for what the guest harvested of what the jobs left.
     let mut at_go = (Instant::now(), 0, 0, 0);
-    let (ids, near_ranks, far_ranks) = submit_together(&mut peer, 2, rounds, |peer| {
-        ranks_up = submitted.elapsed().as_secs_f64();
-        start_local_gang(peer);
-        g = Some(guest.spin(1));
-        // The local gang in n2's table before the rounds start.
-        std::thread::sleep(Duration::from_secs(2));
-        at_go = (
-            Instant::now(),
-            usage_us(&guest.path).expect("the guest cgroup's cpu.stat"),
-            idle_ns(),
-            idle_ns_in(&peer.must("sh head -1 /proc/stat")),
-        );
-    });
+    // What the two jobs' starts and ends ask of slurmctld, by its own
+    // counters (the hooks' requests with [rows] set).
+    rpcs::reset(&slurm_conf());
+    let (ids, near_ranks, far_ranks) =
+        submit_together(&mut peer, 2, Ranks::spinning(rounds), |peer| {
+            ranks_up = submitted.elapsed().as_secs_f64();
+            start_local_gang(peer);
+            g = Some(guest.spin(1));
+            // The local gang in n2's table before the rounds start.
+            std::thread::sleep(Duration::from_secs(2));
+            at_go = (
+                Instant::now(),
+                usage_us(&guest.path).expect("the guest cgroup's cpu.stat"),
+                idle_ns(),
+                idle_ns_in(&peer.must("sh head -1 /proc/stat")),
+            );
+        });
     let remote = std::thread::scope(|s| {
         let far = s.spawn(|| peer.must("trace 8"));
         let near = trace::record_switches_and_ticks(Duration::from_secs(8), "tai");
@@ -482,6 +489,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     let both = wait_jobs(&ids, Duration::from_secs(300))
         .into_iter()
         .fold(0.0, f64::max);
+    let asked_rows = rpcs::by_type(&slurm_conf());
     // From the go until the jobs were seen done: CPU time the guest got
     // against the time n1's CPU idled (together, what the jobs and other
     // primaries left), and n2's idle time, which no guest there took.
@@ -576,24 +584,16 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         trace::percentile(&mut skews.clone(), 99),
         skews.iter().copied().fold(0.0, f64::max),
     );
-    let (others, ideal_of, quiet) = if no_rows.is_nan() {
-        (
-            "without rows and EEVDF not run (--baselines)".to_string(),
-            "2x one job alone under scx_linger",
-            format!("one job alone on quiet nodes {alone:.2} s"),
-        )
+    let vs_ideal = if no_rows.is_nan() {
+        format!("makespan {both:.2} s (the ideal, without rows and EEVDF not run: --baselines)")
     } else {
-        (
-            format!("without rows {no_rows:.2}x, EEVDF {eevdf:.2}x"),
-            "2x the faster of one job alone under each",
-            format!(
-                "the same two jobs on otherwise quiet nodes with rows {:.2}x; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s)",
-                same / ideal
-            ),
+        format!(
+            "makespan vs ideal (2x the faster of one job alone under each, same boot) scx_linger with rows {rows_ratio:.2}x, without rows {no_rows:.2}x, EEVDF {eevdf:.2}x; the same two jobs on otherwise quiet nodes with rows {:.2}x; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s)",
+            same / ideal
         )
     };
     figure(&format!(
-        "two nodes (1 vCPU each, plain TCG), 2 two-node gang jobs (a rank per node, {rounds} rounds of compute and a UDP exchange), n2 also running a local gang and n1 a guest: makespan vs ideal ({ideal_of}, same boot) scx_linger with rows {rows_ratio:.2}x, {others}; {quiet}; with rows, each job's ranks running at once {:.0}% / {:.0}% of their run time; each job's share of its own row n1/n2 {}; a row's start on n1 vs n2 p50 {:.2} ms p99 {:.2} ms max {:.2} ms over {} rows, {} of them more than 1 ms apart and {in_late_tick} of those while the later node's own tick (every {:.1} ms) was late; that tick more than 0.5 ms late in {:.0}% / {:.0}% of its intervals on n1 / n2; chrony offset n2-n1 {offset:+.3} ms; over the {window_s:.1} s from the go until the jobs were seen done (the last ended after {both:.1} s), n1's guest ran {guest_s:.2} s and n1 idled {idle1_s:.2} s (harvest {:.0}% of what the jobs left), n2 idled {idle2_s:.2} s; every rank started {ranks_up:.0} s after submission, before the local gang and the guest",
+        "two nodes (1 vCPU each, plain TCG), 2 two-node gang jobs (a rank per node, {rounds} rounds of compute and a UDP exchange), n2 also running a local gang and n1 a guest: {vs_ideal}; with rows, each job's ranks running at once {:.0}% / {:.0}% of their run time; each job's share of its own row n1/n2 {}; a row's start on n1 vs n2 p50 {:.2} ms p99 {:.2} ms max {:.2} ms over {} rows, {} of them more than 1 ms apart and {in_late_tick} of those while the later node's own tick (every {:.1} ms) was late; that tick more than 0.5 ms late in {:.0}% / {:.0}% of its intervals on n1 / n2; chrony offset n2-n1 {offset:+.3} ms; over the {window_s:.1} s from the go until the jobs were seen done (the last ended after {both:.1} s), n1's guest ran {guest_s:.2} s and n1 idled {idle1_s:.2} s (harvest {:.0}% of what the jobs left), n2 idled {idle2_s:.2} s; every rank started {ranks_up:.0} s after submission, before the local gang and the guest",
         co.first().unwrap_or(&0.0) * 100.0,
         co.get(1).unwrap_or(&0.0) * 100.0,
         shares
@@ -615,19 +615,20 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     let plain = asked_plain.map_or(String::new(), |asked| {
         let (hooks, all) = rpcs::hooks_and_all(&asked);
         format!(
-            "; {all} without the agents' config, the hooks {hooks} ({})",
+            "; one such job without the agents' config {all}, the hooks {hooks} ({})",
             rpcs::describe_hooks(&asked)
         )
     });
     figure(&format!(
-        "two nodes: one two-node batch job's start and end asked slurmctld {all_rows} RPCs with [rows] set, the hooks {hooks_rows} of them ({}){plain}",
+        "two nodes: two two-node batch jobs' starts and ends asked slurmctld {all_rows} RPCs with [rows] set, the hooks {hooks_rows} of them ({}){plain}",
         rpcs::describe_hooks(&asked_rows),
     ));
-    // The hooks' cost at the controller: PrologSlurmctld's one listing and
-    // one update, and each node's Prolog's one look-up of its job.
+    // The hooks' cost at the controller, per two-node job: PrologSlurmctld's
+    // one listing and one update, and each node's Prolog's one look-up of
+    // its job.
     assert!(
-        hooks_rows <= 2 + 2,
-        "the hooks asked slurmctld {hooks_rows} times for one two-node job: {}",
+        hooks_rows <= 2 * (2 + 2),
+        "the hooks asked slurmctld {hooks_rows} times for two two-node jobs: {}",
         rpcs::describe_hooks(&asked_rows)
     );
     // What the scheduler is held to here: each job in one row, the same
@@ -653,6 +654,11 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     }
     // Real MPI, on nodes that n1's guest and n2's local gang have left.
     mpi::compare(&mut peer, &with_rows).judge();
+    // Slurm's own gang scheduling on the same jobs, last: it leaves
+    // slurmctld in gang mode.
+    if baselines() {
+        slurm_gang::compare(&mut peer, &mut daemons, &with_rows, rounds, alone).report(rounds);
+    }
     drop(peer);
     daemons.push(chrony);
     for mut d in daemons {
