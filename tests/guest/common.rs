@@ -495,6 +495,19 @@ pub fn nr_cpus() -> usize {
 
 pub const CGROUP_ROOT: &str = "/sys/fs/cgroup";
 
+/// Freeze (or thaw) everything in the cgroup at `path`, and wait until
+/// the kernel says it is. A fatal signal still ends a frozen task. Tests
+/// freeze the gangs they measured before reading a trace back: beside
+/// them the test's own process is ordinary work that relief and the open
+/// phase serve, and reading took longer than the window.
+pub fn freeze(path: &std::path::Path, on: bool) {
+    let _ = fs::write(path.join("cgroup.freeze"), if on { "1" } else { "0" });
+    let want = if on { "frozen 1" } else { "frozen 0" };
+    wait_until(Duration::from_secs(20), || {
+        fs::read_to_string(path.join("cgroup.events")).is_ok_and(|e| e.contains(want))
+    });
+}
+
 /// A cgroup made for one test, removed (with everything in it killed) on
 /// drop, so tests never see each other's jobs.
 pub struct TestCgroup {
@@ -521,14 +534,9 @@ impl TestCgroup {
             .unwrap_or_else(|e| panic!("moving {pid} into {}: {e}", self.rel));
     }
 
-    /// Freeze (or thaw) everything in this cgroup, and wait until the
-    /// kernel says it is. A fatal signal still ends a frozen task.
+    /// Freeze (or thaw) everything in this cgroup: freeze().
     pub fn freeze(&self, on: bool) {
-        let _ = fs::write(self.path.join("cgroup.freeze"), if on { "1" } else { "0" });
-        let want = if on { "frozen 1" } else { "frozen 0" };
-        wait_until(Duration::from_secs(20), || {
-            fs::read_to_string(self.path.join("cgroup.events")).is_ok_and(|e| e.contains(want))
-        });
+        freeze(&self.path, on);
     }
 
     /// Spinning processes started in this cgroup.
@@ -622,63 +630,6 @@ pub fn usage_us(cg: &std::path::Path) -> Option<u64> {
 pub fn xattr_set(path: &std::path::Path, name: &str, value: &str) {
     xattr::set(path, name, value.as_bytes())
         .unwrap_or_else(|e| panic!("setxattr {name} on {}: {e}", path.display()));
-}
-
-/// BPF map `name`'s entries now, as bpftool dumps them: an observer
-/// independent of the agent's own bookkeeping.
-fn bpf_map_dump(name: &str) -> Vec<serde_json::Value> {
-    let out = Command::new("bpftool")
-        .args(["-j", "map", "dump", "name", name])
-        .output()
-        .expect("running bpftool (cargo xtask deps installs it)");
-    assert!(
-        out.status.success(),
-        "bpftool map dump name {name}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value =
-        serde_json::from_slice(&out.stdout).expect("bpftool printed no JSON");
-    match v {
-        serde_json::Value::Array(entries) => entries,
-        _ => Vec::new(),
-    }
-}
-
-/// How many entries BPF map `name` holds now.
-pub fn bpf_map_entries(name: &str) -> usize {
-    bpf_map_dump(name).len()
-}
-
-/// The keys of BPF hash map `name`, keyed by a u64 (a cgroup id). bpftool
-/// prints a key as its bytes in hex ("0x2a", ...), native order.
-pub fn bpf_map_u64_keys(name: &str) -> Vec<u64> {
-    bpf_map_dump(name)
-        .iter()
-        .map(|e| {
-            let bytes: Vec<u8> = e["key"]
-                .as_array()
-                .unwrap_or_else(|| panic!("{name}: an entry without key bytes: {e}"))
-                .iter()
-                .map(|b| {
-                    let hex = b.as_str().unwrap_or_default().trim_start_matches("0x");
-                    u8::from_str_radix(hex, 16)
-                        .unwrap_or_else(|_| panic!("{name}: key byte {b} is not hex"))
-                })
-                .collect();
-            let raw: [u8; 8] = bytes
-                .try_into()
-                .unwrap_or_else(|b: Vec<u8>| panic!("{name}: a {}-byte key, not u64", b.len()));
-            u64::from_ne_bytes(raw)
-        })
-        .collect()
-}
-
-/// A cgroup's id, as BPF and the kernel name it: its cgroupfs inode.
-pub fn cgroup_id(path: &std::path::Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    fs::metadata(path)
-        .unwrap_or_else(|e| panic!("stat {}: {e}", path.display()))
-        .ino()
 }
 
 /// `scx_linger tag <rel> <class>` as root; panics on failure.

@@ -11,6 +11,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 
+use crate::bpf_maps::{bpf_map_entries, bpf_map_u64_keys, cgroup_id};
 use crate::common::*;
 
 pub(crate) fn env_or(name: &str, default: u64) -> u64 {

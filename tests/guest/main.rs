@@ -3,6 +3,7 @@
 //! sched_ext. They run inside the QEMU guest (`cargo xtask test`), one at a
 //! time (`--test-threads=1`: only one scheduler can be loaded), and assert
 //! on what the kernel reports.
+mod bpf_maps;
 mod classes;
 mod common;
 mod faults;

@@ -58,9 +58,9 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job_across_an_agent_rest
     let primary = c.spin_job(&["-p", "primary"], n, 90);
     let guest = c.spin_job(&["-p", "guest"], n, 90);
     wait_hogs(&c, primary);
-    let s = shares(&c, &[primary, guest], Duration::from_secs(4));
+    let s = shares(&c, &[primary, guest], Duration::from_secs(2));
     figure(&format!(
-        "slurm: primary job {:.1}% of the node, guest job {:.1}% (sbatch, {n} CPUs, cgroup cpu.stat, 4 s)",
+        "slurm: primary job {:.1}% of the node, guest job {:.1}% (sbatch, {n} CPUs, cgroup cpu.stat, 2 s)",
         s[0] * 100.0,
         s[1] * 100.0
     ));
@@ -114,7 +114,7 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job_across_an_agent_rest
         "after the restart job {guest} is {:?}",
         stats_job(guest)
     );
-    let after = shares(&c, &[primary, guest], Duration::from_secs(3));
+    let after = shares(&c, &[primary, guest], Duration::from_secs(2));
     figure(&format!(
         "slurm: after an agent restart, primary job {:.1}% of the node, guest job {:.1}%",
         after[0] * 100.0,
@@ -353,7 +353,14 @@ fn parallel_jobs_are_gangs_that_take_turns_and_no_task_starves_beside_them() {
         tids.iter().all(|t| t.len() == n),
         "spinning threads per job: {tids:?}"
     );
-    let runs = trace::record_switches(Duration::from_secs(3), "mono");
+    // The jobs frozen as the window closes (common::freeze()), thawed
+    // once the trace is read.
+    let cgs = jobs.map(|j| job_cgroup(j).unwrap_or_else(|| panic!("job {j} ended early")));
+    let (runs, ()) = trace::record_switches_during("mono", || {
+        std::thread::sleep(Duration::from_secs(3));
+        cgs.iter().for_each(|cg| freeze(cg, true));
+    });
+    cgs.iter().for_each(|cg| freeze(cg, false));
     let together = tids.each_ref().map(|t| {
         let (any, all) = trace::any_and_all(&runs, t);
         all / any.max(1e-9)
@@ -421,7 +428,18 @@ fn srun_jobs_starve_no_task(agent: &Agent, c: &Cluster, cfg: &Path) {
         c.logs()
     );
     let window = Duration::from_secs(12);
-    let (waits, ()) = trace::record_ready_waits(|| std::thread::sleep(window));
+    // The jobs frozen as the window closes, thawed once the trace is read
+    // (common::freeze()).
+    let cgs: Vec<PathBuf> = stats_jobs()
+        .iter()
+        .filter_map(|j| j["slurm_job_id"].as_u64())
+        .filter_map(job_cgroup)
+        .collect();
+    let (waits, ()) = trace::record_ready_waits(|| {
+        std::thread::sleep(window);
+        cgs.iter().for_each(|cg| freeze(cg, true));
+    });
+    cgs.iter().for_each(|cg| freeze(cg, false));
     let worst: Vec<String> = waits
         .iter()
         .take(8)

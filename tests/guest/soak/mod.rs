@@ -47,6 +47,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::bpf_maps::{bpf_map_entries, bpf_map_u64_keys, cgroup_id};
 use crate::common::*;
 use crate::load::{env_or, kernel_trouble};
 

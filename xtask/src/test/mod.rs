@@ -45,7 +45,7 @@ pub struct TestArgs {
     /// How long the stress-ng soak runs in each guest, in seconds (the
     /// full five-minute soak: --soak 300; the short soak of
     /// tests/guest/soak/ holds a heavier mix for longer)
-    #[arg(long, default_value_t = 15)]
+    #[arg(long, default_value_t = 10)]
     pub soak: u64,
     /// How many cgroups the churn test creates and removes
     #[arg(long, default_value_t = 150)]
@@ -62,7 +62,7 @@ pub struct TestArgs {
     pub day_gangs: u64,
     /// How many threads each of the soak's exit storms starts (2,000 in
     /// the full soak; the thread tests end 2,000 at once already).
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 100)]
     pub day_storm: u64,
     /// Also run the baselines that only the bench's figures read (nothing
     /// judges them): under EEVDF, or with a rule off, beside what a test
