@@ -7,12 +7,7 @@
 //! at the same moment: co-scheduled across nodes.
 //!
 //! Usage: exchange --rank 0|1 --peer HOST --port P [--rounds R] [--iters I]
-//!                 [--io-us U] [--meet-s S] [--go FILE]
-//!
-//! `--io-us` makes each round wait U microseconds after its compute, off
-//! the CPU, before the exchange, as a rank that reads or writes a file
-//! does: a job whose ranks leave their CPUs idle part of the time, which
-//! a scheduler can fill with other work.
+//!                 [--meet-s S] [--go FILE]
 //!
 //! The ranks first wait up to `--meet-s` (60 s) for each other, as an MPI
 //! runtime's start-up does: a batch system starts them on their nodes
@@ -37,7 +32,6 @@ struct Args {
     port: u16,
     rounds: u64,
     iters: u64,
-    io: Duration,
     meet: Duration,
     go: Option<std::path::PathBuf>,
 }
@@ -69,7 +63,6 @@ fn parse_args() -> Result<Args, String> {
         port: 40000,
         rounds: 2000,
         iters: 20_000,
-        io: Duration::ZERO,
         meet: Duration::from_secs(60),
         go: None,
     };
@@ -83,7 +76,6 @@ fn parse_args() -> Result<Args, String> {
             "--port" => a.port = num(val("--port")?, "--port")? as u16,
             "--rounds" => a.rounds = num(val("--rounds")?, "--rounds")?,
             "--iters" => a.iters = num(val("--iters")?, "--iters")?,
-            "--io-us" => a.io = Duration::from_micros(num(val("--io-us")?, "--io-us")?),
             "--meet-s" => a.meet = Duration::from_secs(num(val("--meet-s")?, "--meet-s")?),
             "--go" => a.go = Some(val("--go")?.into()),
             "--slurm" => {
@@ -177,9 +169,6 @@ fn main() {
     let start = Instant::now();
     for round in 0..a.rounds {
         work(a.iters);
-        if !a.io.is_zero() {
-            std::thread::sleep(a.io);
-        }
         let msg = (round + 1).to_le_bytes();
         let _ = sock.send_to(&msg, peer);
         // Spin-poll, as a progress engine does, for the peer's round (or a

@@ -21,33 +21,15 @@ use super::*;
 /// test's line.
 pub(super) const RANK_START: Duration = Duration::from_secs(240);
 
-/// What each rank of a two-node job does: `rounds` of compute and an
-/// exchange with its peer, spinning for the answer; with `io_us`, each
-/// round also waits that long off the CPU (bench/src/bin/exchange.rs).
-#[derive(Clone, Copy)]
-pub(super) struct Ranks {
-    pub rounds: u64,
-    pub io_us: u64,
-}
-
-impl Ranks {
-    /// Ranks that never leave their CPU, as MPI progress engines spin.
-    pub(super) fn spinning(rounds: u64) -> Ranks {
-        Ranks { rounds, io_us: 0 }
-    }
-}
-
 /// Submit a two-node job of one rank per node, whose rounds start when
 /// `go` exists; its id.
-pub(super) fn submit(partition: &str, ranks: Ranks, go: &Path) -> u64 {
+pub(super) fn submit(partition: &str, rounds: u64, go: &Path) -> u64 {
     sbatch(
         partition,
         "job",
         &format!(
-            "srun {} --slurm --rounds {} --io-us {} --iters 20000 --meet-s {} --go {}",
+            "srun {} --slurm --rounds {rounds} --iters 20000 --meet-s {} --go {}",
             bench_bin("exchange").display(),
-            ranks.rounds,
-            ranks.io_us,
             RANK_START.as_secs(),
             go.display()
         ),
@@ -124,13 +106,13 @@ pub(super) fn wait_jobs(ids: &[u64], timeout: Duration) -> Vec<f64> {
 pub(super) fn submit_together(
     peer: &mut Peer,
     jobs: usize,
-    ranks: Ranks,
+    rounds: u64,
     before_go: impl FnOnce(&mut Peer),
 ) -> (Vec<u64>, String, String) {
     static PHASE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let phase = PHASE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let go = results_dir().join(format!("go-{phase}"));
-    let ids: Vec<u64> = (0..jobs).map(|_| submit("gang", ranks, &go)).collect();
+    let ids: Vec<u64> = (0..jobs).map(|_| submit("gang", rounds, &go)).collect();
     let (near, far) = start_together(peer, &ids, &go, before_go);
     (ids, near, far)
 }
@@ -164,8 +146,8 @@ pub(super) fn start_together(
 }
 
 /// Run `jobs` two-node jobs at once; the makespan (s).
-pub(super) fn makespan(peer: &mut Peer, jobs: usize, ranks: Ranks) -> f64 {
-    let (ids, _, _) = submit_together(peer, jobs, ranks, |_| {});
+pub(super) fn makespan(peer: &mut Peer, jobs: usize, rounds: u64) -> f64 {
+    let (ids, _, _) = submit_together(peer, jobs, rounds, |_| {});
     wait_jobs(&ids, Duration::from_secs(300))
         .into_iter()
         .fold(0.0, f64::max)
@@ -193,7 +175,7 @@ pub(super) fn stop_local_gang(peer: &mut Peer) {
 /// launch). The makespan (s).
 pub(super) fn mixed_makespan(peer: &mut Peer, guest: &TestCgroup, rounds: u64) -> f64 {
     let mut g = None;
-    let (ids, _, _) = submit_together(peer, 2, Ranks::spinning(rounds), |peer| {
+    let (ids, _, _) = submit_together(peer, 2, rounds, |peer| {
         start_local_gang(peer);
         g = Some(guest.spin(1));
         std::thread::sleep(Duration::from_secs(2));

@@ -24,8 +24,7 @@
 //! What CI holds the scheduler to (rows, shares, the hooks' requests) needs
 //! only the runs under scx_linger. The baselines the bench compares with
 //! (one job alone under EEVDF, both jobs on quiet nodes, the mix without
-//! rows and under EEVDF, MPI alone and under EEVDF, Slurm's own gang
-//! scheduling, slurm_gang.rs) run only with
+//! rows and under EEVDF, MPI alone and under EEVDF) run only with
 //! `cargo xtask test --baselines`: each is a Slurm job start and a
 //! run of a minute or more on these emulated nodes, and none is judged.
 
@@ -44,7 +43,6 @@ mod jobs;
 mod mpi;
 mod rows_seen;
 mod rpcs;
-mod slurm_gang;
 use jobs::*;
 use rows_seen::*;
 
@@ -432,7 +430,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     // the agents' config the hooks find no [rows] and ask nothing.
     let (alone_eevdf, asked_plain) = if baselines() {
         rpcs::reset(&slurm_conf());
-        let alone = makespan(&mut peer, 1, Ranks::spinning(rounds));
+        let alone = makespan(&mut peer, 1, rounds);
         (alone, Some(rpcs::by_type(&slurm_conf())))
     } else {
         (f64::INFINITY, None)
@@ -442,8 +440,8 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     // under the agents with rows.
     let (alone, same) = if baselines() {
         (
-            makespan(&mut peer, 1, Ranks::spinning(rounds)),
-            makespan(&mut peer, 2, Ranks::spinning(rounds)),
+            makespan(&mut peer, 1, rounds),
+            makespan(&mut peer, 2, rounds),
         )
     } else {
         (f64::NAN, f64::NAN)
@@ -466,20 +464,19 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     // What the two jobs' starts and ends ask of slurmctld, by its own
     // counters (the hooks' requests with [rows] set).
     rpcs::reset(&slurm_conf());
-    let (ids, near_ranks, far_ranks) =
-        submit_together(&mut peer, 2, Ranks::spinning(rounds), |peer| {
-            ranks_up = submitted.elapsed().as_secs_f64();
-            start_local_gang(peer);
-            g = Some(guest.spin(1));
-            // The local gang in n2's table before the rounds start.
-            std::thread::sleep(Duration::from_secs(2));
-            at_go = (
-                Instant::now(),
-                usage_us(&guest.path).expect("the guest cgroup's cpu.stat"),
-                idle_ns(),
-                idle_ns_in(&peer.must("sh head -1 /proc/stat")),
-            );
-        });
+    let (ids, near_ranks, far_ranks) = submit_together(&mut peer, 2, rounds, |peer| {
+        ranks_up = submitted.elapsed().as_secs_f64();
+        start_local_gang(peer);
+        g = Some(guest.spin(1));
+        // The local gang in n2's table before the rounds start.
+        std::thread::sleep(Duration::from_secs(2));
+        at_go = (
+            Instant::now(),
+            usage_us(&guest.path).expect("the guest cgroup's cpu.stat"),
+            idle_ns(),
+            idle_ns_in(&peer.must("sh head -1 /proc/stat")),
+        );
+    });
     let remote = std::thread::scope(|s| {
         let far = s.spawn(|| peer.must("trace 8"));
         let near = trace::record_switches_and_ticks(Duration::from_secs(8), "tai");
@@ -654,11 +651,6 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     }
     // Real MPI, on nodes that n1's guest and n2's local gang have left.
     mpi::compare(&mut peer, &with_rows).judge();
-    // Slurm's own gang scheduling on the same jobs, last: it leaves
-    // slurmctld in gang mode.
-    if baselines() {
-        slurm_gang::compare(&mut peer, &mut daemons, &with_rows, rounds, alone).report(rounds);
-    }
     drop(peer);
     daemons.push(chrony);
     for mut d in daemons {
