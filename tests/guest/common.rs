@@ -107,14 +107,14 @@ fn kernel_log() -> String {
     out
 }
 
-/// Where a test may leave files the host can read after the run.
 /// Whether this boot also runs the baselines only the bench's figures
-/// read (`cargo xtask test --baselines`): a run under EEVDF or with a
-/// rule off beside what a test checks, which CI leaves out.
+/// read (`cargo xtask test --baselines`): the same load under EEVDF, or
+/// a job alone, beside what a test checks, which CI leaves out.
 pub fn baselines() -> bool {
     std::env::var("SCX_LINGER_BASELINES").is_ok_and(|v| v == "1")
 }
 
+/// Where a test may leave files the host can read after the run.
 pub fn results_dir() -> PathBuf {
     let dir = std::env::var_os("SCX_LINGER_RESULTS")
         .map(PathBuf::from)

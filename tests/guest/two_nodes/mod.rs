@@ -23,7 +23,7 @@
 //!
 //! What CI holds the scheduler to (rows, shares, the hooks' requests) needs
 //! only the runs under scx_linger. The baselines the bench compares with
-//! (one job alone under EEVDF, both jobs on quiet nodes, the mix without
+//! (one job alone under each scheduler, both jobs on quiet nodes, the mix without
 //! rows and under EEVDF, MPI alone and under EEVDF) run only with
 //! `cargo xtask test --baselines`: each is a Slurm job start and a
 //! run of a minute or more on these emulated nodes, and none is judged.
@@ -426,8 +426,8 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     // the ideal for two is twice that.
     let rounds = 3000;
     let with_rows = format!("{RULE}{ROWS}");
-    // What each start asks of slurmctld, from its own counters: without
-    // the agents' config the hooks find no [rows] and ask nothing.
+    // What a start asks of slurmctld without the agents' config, from its
+    // own counters: the hooks find no [rows] and ask nothing.
     let (alone_eevdf, asked_plain) = if baselines() {
         rpcs::reset(&slurm_conf());
         let alone = makespan(&mut peer, 1, rounds);
@@ -502,8 +502,8 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     let table = agent.output();
     let n2_log = stop_agents(&mut peer, agent);
     let (rows1, rows2) = (job_rows(&table, &ids), job_rows(&n2_log, &ids));
-    // One ideal for all three: twice the faster of the alone runs (the
-    // one under scx_linger where the baselines do not run).
+    // One ideal for all three, with the bench's baselines: twice the
+    // faster of the two alone runs (without them it is not measured).
     let ideal = 2.0 * alone.min(alone_eevdf);
     let rows_ratio = both / ideal;
 

@@ -65,11 +65,11 @@ pub struct TestArgs {
     #[arg(long, default_value_t = 100)]
     pub day_storm: u64,
     /// Also run the baselines that only the bench's figures read (nothing
-    /// judges them): under EEVDF, or with a rule off, beside what a test
-    /// checks. In the two-node pass: one job alone under EEVDF, both jobs
-    /// on quiet nodes, the mix without rows and under EEVDF, and MPI alone
-    /// and under EEVDF at the bench's 3,000 MPI rounds (about 10 minutes
-    /// more); in the plain pass a minute or two.
+    /// judges them): the same load under EEVDF, or a job alone, beside
+    /// what a test checks. In the two-node pass: one job alone under each
+    /// scheduler, both jobs on quiet nodes, the mix without rows and under
+    /// EEVDF, and MPI alone and under EEVDF at the bench's 3,000 MPI
+    /// rounds (about 12 minutes more); in the plain pass a minute or two.
     #[arg(long)]
     pub baselines: bool,
     /// The node-shaped pass: the tests where topology matters
