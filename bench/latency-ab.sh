@@ -7,11 +7,14 @@
 # 2.5 ms in the next), so a change is judged against the build before it
 # in the same boot: one duty primary per CPU runs throughout, and each
 # round loads A, then B, for one cyclictest run beside the duty primaries
-# alone and one beside guests. Prints p50, p99, p99.9 and max (us) per run,
-# and the count past the 20 ms histogram.
+# alone and one beside guests, after one beside the same guests under the
+# kernel's SCHED_IDLE (no sched_ext scheduler), the bar a guest class is
+# held to. Prints p50, p99, p99.9 and max (us) per run, and the count past
+# the 20 ms histogram. DUTY=0 leaves the duty primaries out: cyclictest
+# alone beside the guests, where every wake-up takes a guest's CPU.
 #
 # usage (in the guest, e.g. through `cargo xtask vm --icount --cpus 2 --`):
-#   latency-ab.sh AGENT_A AGENT_B BIN_DIR [ROUNDS]
+#   [DUTY=0] latency-ab.sh AGENT_A AGENT_B BIN_DIR [ROUNDS]
 set -u
 A=$1 B=$2 BIN=$3 ROUNDS=${4:-3}
 AGENT=$A
@@ -20,7 +23,9 @@ stage_bins
 NCPU=$(nproc)
 ITERS=$("$BIN/duty" calibrate 10)
 setup_cgroups
-for _ in $(seq "$NCPU"); do "$BIN/duty" 1000000 "$ITERS" 10 > /dev/null & done
+if [ "${DUTY:-1}" != 0 ]; then
+	for _ in $(seq "$NCPU"); do "$BIN/duty" 1000000 "$ITERS" 10 > /dev/null & done
+fi
 
 one() {
 	settle
@@ -42,6 +47,9 @@ one() {
 }
 
 for r in $(seq "$ROUNDS"); do
+	start_guests sched_idle
+	one "SCHED_IDLE guests r$r"
+	stop_guests
 	for who in A B; do
 		if [ $who = A ]; then AGENT=$A; else AGENT=$B; fi
 		start_sched linger
