@@ -212,6 +212,22 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 			return;
 		}
 		/*
+		 * A primary waking without select_cpu() (a task that may run
+		 * on one CPU only, as every task of a 1-CPU node is) on a CPU
+		 * that runs a guest takes that CPU at once, as select_cpu()
+		 * hands a waking primary a guest's CPU: through its local DSQ,
+		 * ahead of the guest. Queueing, then kicking its own CPU, cost
+		 * an irq_work, a self-interrupt and a dispatch() more.
+		 */
+		cpu = scx_bpf_task_cpu(p);
+		if ((enq_flags & SCX_ENQ_WAKEUP) && claim_guest_cpu(p, cpu)) {
+			stat_inc(LINGER_STAT_PREEMPT_GUEST);
+			wakeup_note_jump(tctx);
+			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
+					   enq_flags | SCX_ENQ_PREEMPT);
+			return;
+		}
+		/*
 		 * A per-CPU kernel thread that wakes, or a task that cannot
 		 * migrate, gains nothing from the shared queue: give it its
 		 * CPU's local DSQ, and take the CPU from a guest if one holds

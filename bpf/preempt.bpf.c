@@ -68,6 +68,25 @@ __hidden bool cpu_runs_guest(s32 cpu)
 }
 
 /*
+ * Claim @cpu for @p if it runs a guest and @p may run there: true if it
+ * did (its bit is clear now, as below). The plain test first: on a busy
+ * node most wake-ups find no guest there, and pay no atomic for it.
+ */
+__hidden bool claim_guest_cpu(const struct task_struct *p, s32 cpu)
+{
+	struct bpf_cpumask *mask;
+	bool claimed = false;
+
+	bpf_rcu_read_lock();
+	mask = guest_cpus;
+	if (mask && bpf_cpumask_test_cpu(cpu, cast_mask(mask)) &&
+	    bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		claimed = bpf_cpumask_test_and_clear_cpu(cpu, mask);
+	bpf_rcu_read_unlock();
+	return claimed;
+}
+
+/*
  * Claim a CPU that runs a guest and may run @p, preferring @prev_cpu (its
  * cache may still be warm); -1 if there is none. The claim clears the
  * CPU's bit: the primary sent there will take it, and until it runs, the
@@ -82,12 +101,11 @@ __hidden s32 guest_cpu_for(const struct task_struct *p, s32 prev_cpu)
 	struct bpf_cpumask *mask;
 	s32 cpu = -1;
 
+	if (claim_guest_cpu(p, prev_cpu))
+		return prev_cpu;
 	bpf_rcu_read_lock();
 	mask = guest_cpus;
-	if (mask && bpf_cpumask_test_cpu(prev_cpu, p->cpus_ptr) &&
-	    bpf_cpumask_test_and_clear_cpu(prev_cpu, mask)) {
-		cpu = prev_cpu;
-	} else if (mask) {
+	if (mask) {
 		/* Another waker may claim the one found first: a few more. */
 		bpf_for(tries, 0, 4) {
 			cpu = bpf_cpumask_any_and_distribute(cast_mask(mask),

@@ -14,6 +14,8 @@ s32 init_guest_cpus(void);
 void mark_guest_cpu(s32 cpu, bool running_guest);
 /* Does @cpu run a preemptible guest? */
 bool cpu_runs_guest(s32 cpu);
+/* Claim @cpu alone for @p if it runs a guest @p may take; true if so. */
+bool claim_guest_cpu(const struct task_struct *p, s32 cpu);
 /*
  * Claim a CPU running a guest that @p may use, @prev_cpu first (no other
  * waking primary is sent there until it takes a guest again); -1 if none.
