@@ -150,8 +150,9 @@ static bool held_through_own_move(const struct task_struct *p, struct class_task
 __noinline u32 task_tier(const struct task_struct *p __arg_trusted,
 			 struct task_ctx *tctx)
 {
-	struct class_task *c;
+	struct class_task *c, kept;
 	struct cgroup *cgrp;
+	bool described;
 	u64 cgid, gen;
 
 	if (!tctx)
@@ -171,13 +172,30 @@ __noinline u32 task_tier(const struct task_struct *p __arg_trusted,
 		return system_task(c, false);
 	cgid = cgrp->kn->id;
 	gen = label_gen;
-	if ((c->cgid == cgid && c->gen == gen) || held_through_own_move(p, c))
+	if (c->cgid == cgid && c->gen == gen)
 		return dying_or(p, c);
 
+	/*
+	 * A task held through its own move keeps its class, but its CPU time
+	 * goes to the job of the cgroup it is in, as that cgroup's cpu.stat
+	 * counts it; the cache stays keyed to the old cgroup, so that the
+	 * class is computed afresh once the hold ends. The hold is looked at
+	 * after the one description both cases share: task_tier() is verified
+	 * in every program calling it, and a branch before it would double
+	 * the paths through the walk.
+	 */
+	kept = *c;
 	c->cgid = cgid;
 	c->gen = gen;
 	stat_inc(LINGER_STAT_CLASSIFY);
-	if (!describe_cgroup(cgrp, c) || c->class >= LINGER_NR_CLASSES)
+	described = describe_cgroup(cgrp, c);
+	if (held_through_own_move(p, c)) {
+		if (described)
+			kept.job = c->job;
+		*c = kept;
+		return dying_or(p, c);
+	}
+	if (!described || c->class >= LINGER_NR_CLASSES)
 		return system_task(c, false);
 	if (gang_of_ref(c->gang) >= LINGER_MAX_GANGS)
 		c->gang = LINGER_GANG_NONE;
