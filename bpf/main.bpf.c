@@ -183,7 +183,8 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	 * choice, near its cache), with its vtime measured there; whichever
 	 * DSQ it goes to next, it is on none now, so its vtime may be set.
 	 */
-	llc = cpu_llc_of(scx_bpf_task_cpu(p));
+	cpu = scx_bpf_task_cpu(p);
+	llc = cpu_llc_of(cpu);
 	p->scx.dsq_vtime = task_queue_vtime(p, tctx, tier, llc);
 	if (tier == LINGER_TIER_PRIMARY) {
 		/*
@@ -195,7 +196,7 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		 * from an interrupt on that very CPU. Nothing queued loses by
 		 * it: an idle CPU had taken nothing from the queues.
 		 */
-		if (scx_bpf_test_and_clear_cpu_idle(scx_bpf_task_cpu(p))) {
+		if (scx_bpf_test_and_clear_cpu_idle(cpu)) {
 			stat_inc(LINGER_STAT_DIRECT_IDLE);
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, primary_slice_ns,
 					   enq_flags);
@@ -206,7 +207,7 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		 * its local DSQ, where the member yields to it at its next
 		 * tick, within the CPU's budget (machinery.bpf.c).
 		 */
-		slice = machinery_turn(tctx, scx_bpf_task_cpu(p), enq_flags);
+		slice = machinery_turn(tctx, cpu, enq_flags);
 		if (slice) {
 			scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL, slice, enq_flags);
 			return;
@@ -219,7 +220,6 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		 * ahead of the guest. Queueing, then kicking its own CPU, cost
 		 * an irq_work, a self-interrupt and a dispatch() more.
 		 */
-		cpu = scx_bpf_task_cpu(p);
 		if ((enq_flags & SCX_ENQ_WAKEUP) && claim_guest_cpu(p, cpu)) {
 			stat_inc(LINGER_STAT_PREEMPT_GUEST);
 			wakeup_note_jump(tctx);
@@ -251,7 +251,6 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		     (enq_flags & SCX_ENQ_WAKEUP)) ||
 		    is_migration_disabled(p)) {
 			stat_inc(LINGER_STAT_DIRECT_PINNED);
-			cpu = scx_bpf_task_cpu(p);
 			if (cpu_runs_guest(cpu)) {
 				enq_flags |= SCX_ENQ_PREEMPT;
 				stat_inc(LINGER_STAT_PREEMPT_GUEST);
