@@ -26,7 +26,11 @@ while True:\n\
 
 /// What held the CPUs during the waits over 10 ms: each pid that ran in
 /// one, but for gang members, with its name, most run time first.
-fn held_during_long_waits(timed: &[(f64, f64)], runs: &[trace::Run], members: &[i32]) -> String {
+fn held_during_long_waits(
+    timed: &[(f64, f64)],
+    runs: &[trace::Run],
+    members: &[i32],
+) -> (usize, String) {
     let mut by_pid: std::collections::HashMap<i32, f64> = std::collections::HashMap::new();
     let mut long = 0;
     for &(t0, w) in timed.iter().filter(|(_, w)| *w > 0.010) {
@@ -54,7 +58,10 @@ fn held_during_long_waits(timed: &[(f64, f64)], runs: &[trace::Run], members: &[
             format!("{name} {:.0} ms", ran * 1e3)
         })
         .collect();
-    format!("{long} waits over 10 ms, held by {}", names.join(", "))
+    (
+        long,
+        format!("{long} waits over 10 ms, held by {}", names.join(", ")),
+    )
 }
 
 /// What one run measured.
@@ -63,6 +70,8 @@ struct Seen {
     p95_ms: f64,
     p99_ms: f64,
     wakes: usize,
+    /// Waits over 10 ms.
+    long: usize,
     /// What held the CPUs while it waited longest.
     held: String,
     /// The gangs' CPU time over the window, as a share of both CPUs.
@@ -102,7 +111,7 @@ fn daemon_beside(cg: &TestCgroup, gangs: &[&TestCgroup; 2], window: Duration) ->
                 .collect::<Vec<i32>>()
         })
         .collect();
-    let held = held_during_long_waits(&timed, &runs, &members);
+    let (long, held) = held_during_long_waits(&timed, &runs, &members);
     let mut waits: Vec<f64> = timed.iter().map(|(_, w)| *w).collect();
     let _ = daemon.kill();
     let _ = daemon.wait();
@@ -113,6 +122,7 @@ fn daemon_beside(cg: &TestCgroup, gangs: &[&TestCgroup; 2], window: Duration) ->
         p95_ms: percentile(&mut waits, 95) * 1e3,
         p99_ms: percentile(&mut waits, 99) * 1e3,
         wakes,
+        long,
         held,
         gang_share: used as f64 / (2.0 * window.as_micros() as f64),
     }
@@ -192,18 +202,23 @@ fn the_nodes_machinery_wakes_at_once_beside_gangs_that_fill_every_cpu() {
         eevdf.map_or("EEVDF not run (--baselines)".into(), |e| line("EEVDF", &e)),
     ));
     // Bounds for a loaded 2-core host running the vCPUs: the service is
-    // served within a few milliseconds nearly always, and its tail is far
-    // shorter than without the rule; the gangs keep their CPUs (the
-    // daemon's share, relief and the open phase are all they give up).
-    // Its p99 against EEVDF's is the bench's figure, not a bound here: a
-    // few waits in two hundred decide it on this emulator (0.42x and
-    // 2.3x EEVDF's in two boots).
+    // served within a few milliseconds nearly always, and it waits over
+    // 10 ms far less often than without the rule; the gangs keep their
+    // CPUs (the daemon's share, relief and the open phase are all they
+    // give up). Its p99 is the bench's figure, not a bound here: two or
+    // three waits in two hundred decide it on this emulator (from 1.3 to
+    // 58 ms with the rule across boots, while its waits over 10 ms were
+    // 1-2% of its wake-ups, against over half of them without the rule).
+    let share = |s: &Seen| s.long as f64 / s.wakes.max(1) as f64;
     assert!(
-        on.p95_ms < 10.0 && on.p99_ms < off.p99_ms / 3.0,
-        "a service waited p95 {:.2} ms and p99 {:.2} ms with the rule, p99 {:.2} ms without",
+        on.p95_ms < 10.0 && share(&on) < share(&off) / 5.0,
+        "a service waited p95 {:.2} ms with the rule, and over 10 ms at {} of {} wake-ups \
+         against {} of {} without",
         on.p95_ms,
-        on.p99_ms,
-        off.p99_ms
+        on.long,
+        on.wakes,
+        off.long,
+        off.wakes
     );
     assert!(
         on.p50_ms < as_job.p50_ms,
