@@ -19,6 +19,7 @@ mod profile;
 mod qos;
 mod queue;
 mod scaling;
+mod schbench;
 pub mod soak;
 mod timeline;
 
@@ -88,6 +89,12 @@ pub struct BenchArgs {
     /// programs, in icount guests.
     #[arg(long)]
     pub latency: bool,
+    /// Measure schbench's requests as primaries instead
+    /// (bench/schbench.sh): saturated and at half of EEVDF's rate, with
+    /// no guests and beside guests, under EEVDF and scx_linger, in icount
+    /// guests; schbench is built from its pinned upstream commit.
+    #[arg(long)]
+    pub schbench: bool,
     /// Measure scheduling cost as CPUs grow instead: hackbench under
     /// EEVDF, scx_bpfland and scx_linger at each --cpus count (e.g.
     /// --cpus 1,2,4,8,16), one icount boot per count, with a PNG.
@@ -164,6 +171,12 @@ pub fn run(args: &BenchArgs) -> Result<i32> {
     if args.latency {
         for &cpus in &args.cpus {
             latency::run(cpus, args.repeats.max(1), &env)?;
+        }
+        return Ok(0);
+    }
+    if args.schbench {
+        for &cpus in &args.cpus {
+            schbench::run(cpus, args.repeats.max(1), &env)?;
         }
         return Ok(0);
     }
