@@ -66,33 +66,32 @@ fn medians(runs: &[Run]) -> Run {
     }
 }
 
-/// Report rows: (case, what it is, the EEVDF case it is set against).
-const CASES: [(&str, &str, &str); 8] = [
-    ("eevdf_sat", "saturated, EEVDF (baseline)", "eevdf_sat"),
-    ("linger_sat", "saturated, scx_linger", "eevdf_sat"),
-    (
-        "eevdf_sat_guests",
-        "saturated, EEVDF + SCHED_IDLE guests",
-        "eevdf_sat",
-    ),
-    (
-        "linger_sat_guests",
-        "saturated, scx_linger + guests",
-        "eevdf_sat",
-    ),
-    ("eevdf_rate", "fixed rate, EEVDF (baseline)", "eevdf_rate"),
-    ("linger_rate", "fixed rate, scx_linger", "eevdf_rate"),
-    (
-        "eevdf_rate_guests",
-        "fixed rate, EEVDF + SCHED_IDLE guests",
-        "eevdf_rate",
-    ),
-    (
-        "linger_rate_guests",
-        "fixed rate, scx_linger + guests",
-        "eevdf_rate",
-    ),
+/// The loads (the case names' middle word, and what it is) and the runs
+/// at each (scheduler, guests suffix, what it is), as schbench.sh names
+/// its cases: `<scheduler>_<load>[_guests]`.
+const LOADS: [(&str, &str); 2] = [("sat", "saturated"), ("rate", "fixed rate")];
+const RUNS: [(&str, &str, &str); 4] = [
+    ("eevdf", "", "EEVDF (baseline)"),
+    ("linger", "", "scx_linger"),
+    ("eevdf", "_guests", "EEVDF + SCHED_IDLE guests"),
+    ("linger", "_guests", "scx_linger + guests"),
 ];
+
+/// Report rows: (case, what it is, the EEVDF case it is set against).
+fn cases() -> Vec<(String, String, String)> {
+    LOADS
+        .iter()
+        .flat_map(|&(load, said)| {
+            RUNS.iter().map(move |&(sched, guests, what)| {
+                (
+                    format!("{sched}_{load}{guests}"),
+                    format!("{said}, {what}"),
+                    format!("eevdf_{load}"),
+                )
+            })
+        })
+        .collect()
+}
 
 fn verdict(met: bool) -> &'static str {
     if met {
@@ -104,9 +103,10 @@ fn verdict(met: bool) -> &'static str {
 
 pub fn report(raw: &str, header: &str) -> String {
     let runs = parse(raw);
-    let med: BTreeMap<&str, Run> = CASES
+    let cases = cases();
+    let med: BTreeMap<&str, Run> = cases
         .iter()
-        .filter_map(|(c, _, _)| runs.get(*c).map(|v| (*c, medians(v))))
+        .filter_map(|(c, _, _)| runs.get(c).map(|v| (c.as_str(), medians(v))))
         .collect();
     let mut out = format!("{header}\n\n");
     if !med.contains_key("eevdf_sat") {
@@ -114,8 +114,8 @@ pub fn report(raw: &str, header: &str) -> String {
         return out;
     }
     out.push_str("| case | runs | requests/s | wake-up p50 / p99 | request p50 / p99 | requests/s vs EEVDF | wake-up p99 vs EEVDF | request p99 vs EEVDF |\n|---|---|---|---|---|---|---|---|\n");
-    for (case, what, base) in CASES {
-        let (Some(r), Some(b)) = (med.get(case), med.get(base)) else {
+    for (case, what, base) in &cases {
+        let (Some(r), Some(b)) = (med.get(case.as_str()), med.get(base.as_str())) else {
             continue;
         };
         let ratio = |a: f64, b: f64| format!("{:.2}x", a / b.max(1.0));
