@@ -208,7 +208,7 @@ fn the_nodes_machinery_wakes_at_once_beside_gangs_that_fill_every_cpu() {
     // give up). Its p99 is the bench's figure, not a bound here: two or
     // three waits in two hundred decide it on this emulator (from 1.3 to
     // 58 ms with the rule across boots, while its waits over 10 ms were
-    // 8% of its wake-ups at most, against over half without the rule).
+    // 8% of its wake-ups at most, against about half without the rule).
     let share = |s: &Seen| s.long as f64 / s.wakes.max(1) as f64;
     assert!(
         on.p95_ms < 10.0 && share(&on) < share(&off) / 5.0,
