@@ -17,7 +17,7 @@ use std::time::Instant;
 use anyhow::Result;
 
 use super::common::{emulation, field, median, run_script, save_report, script_header, word};
-use crate::setup::schbench;
+use crate::setup::{deps, schbench};
 
 /// One run's figures.
 #[derive(Debug, Clone, Copy, Default)]
@@ -168,6 +168,8 @@ pub fn report(raw: &str, header: &str) -> String {
 
 pub fn run(cpus: u32, repeats: u32, env: &[(String, String)]) -> Result<()> {
     let started = Instant::now();
+    // What building it from upstream's archive needs on the host.
+    deps::install_packages(&["curl", "gcc", "make"])?;
     let bin = schbench::ensure()?;
     let runtime = 30u32;
     let raw = run_script(
