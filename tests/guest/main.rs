@@ -25,3 +25,4 @@ mod soak;
 mod stats;
 mod trace;
 mod two_nodes;
+mod unit;
