@@ -92,11 +92,12 @@ enum Command {
         socket: PathBuf,
     },
     /// Slurm's Prolog or Epilog: record a job's partition, QOS, account
-    /// and --linger request for the agent, or remove the record; `wait`
-    /// (the SPANK plugin, in each task): wait until the agent has applied
-    /// the job's class. Exits 0 (a failing Prolog drains the node), but 1
-    /// when `wait` gives up; a problem is one line on stderr and the job
-    /// goes on.
+    /// and --linger request for the agent, or remove the record; `row`
+    /// (slurmctld's PrologSlurmctld): give a multi-node job its cluster
+    /// row; `wait` (the SPANK plugin, in each task): wait until the agent
+    /// has applied the job's class. Exits 0 (a failing Prolog drains the
+    /// node), but 1 when `wait` gives up; a problem is one line on stderr
+    /// and the job goes on.
     Slurm {
         #[arg(value_enum)]
         hook: slurm::Hook,
@@ -170,8 +171,9 @@ fn main() -> ExitCode {
     // Rust ignores SIGPIPE, so a command whose reader went away
     // (`stats --json --interval 5 | head -1`, `ls | head`) would panic in
     // println!. The commands that print end quietly as other Unix tools
-    // do; the agent keeps ignoring it, for its sockets.
-    if !matches!(&cli.command, Command::Run(_)) {
+    // do (`run --monitor` and `run --help-stats` too: they load nothing);
+    // the agent keeps ignoring it, for its sockets.
+    if !matches!(&cli.command, Command::Run(a) if a.monitor.is_none() && !a.help_stats) {
         // SAFETY: at the start of main, before any thread exists.
         let _ = unsafe {
             nix::sys::signal::signal(

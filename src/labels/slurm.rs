@@ -63,7 +63,8 @@ pub struct JobRecord {
     /// The cluster row slurmctld gave a multi-node job (slurm_rows.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row: Option<u32>,
-    /// How many nodes the job spans (SLURM_JOB_NUM_NODES): a job on more
+    /// How many nodes the job spans (SLURM_JOB_NUM_NODES, else its
+    /// SLURM_JOB_NODELIST counted): a job on more
     /// than one node is a gang here only with its row (cgroups.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<u32>,
@@ -285,7 +286,10 @@ pub fn record_from_env(hook: Hook, var: impl Fn(&str) -> Option<String>) -> Resu
         // Anything else is not a name Slurm gives a cgroup: no alias.
         sluid: nonempty("SLURM_JOB_SLUID").filter(|s| is_sluid(s)),
         row: None,
-        nodes: nonempty("SLURM_JOB_NUM_NODES").and_then(|n| n.parse().ok()),
+        // As the controller's hook counts them: a Slurm that does not set
+        // SLURM_JOB_NUM_NODES in the Prolog's environment still names the
+        // nodes, and a one-node job then still asks slurmctld nothing.
+        nodes: slurm_rows::nodes_in_env(nonempty).and_then(|n| u32::try_from(n).ok()),
     })
 }
 
@@ -501,6 +505,21 @@ mod tests {
     }
 
     #[test]
+    fn the_prologs_node_count_falls_back_to_the_node_list() {
+        let count = |env: &[(&str, &str)]| {
+            let env: std::collections::HashMap<&str, &str> = env.iter().copied().collect();
+            record_from_env(Hook::Prolog, |k| env.get(k).map(|v| v.to_string()))
+                .unwrap()
+                .nodes
+        };
+        let job = ("SLURM_JOB_ID", "7");
+        assert_eq!(count(&[job, ("SLURM_JOB_NUM_NODES", "2")]), Some(2));
+        assert_eq!(count(&[job, ("SLURM_JOB_NODELIST", "n1")]), Some(1));
+        assert_eq!(count(&[job, ("SLURM_JOB_NODELIST", "n[1-3],m2")]), Some(4));
+        assert_eq!(count(&[job]), None);
+    }
+
+    #[test]
     fn step_daemons_are_the_slurm_cgroups_of_each_step_only() {
         let job = "system.slice/n1_slurmstepd.scope/job_42";
         for d in ["step_0/slurm", "step_batch/slurm", "step_extern/slurm"] {
@@ -599,6 +618,7 @@ mod tests {
         assert_eq!(rec.partition.as_deref(), Some("scavenger"));
         assert_eq!((rec.qos.as_deref(), rec.account.as_deref()), (None, None));
         assert_eq!(rec.request_parts(), Some(("guest-gang", Some("200"))));
+        assert_eq!(rec.nodes, None);
 
         let dir = tempfile::tempdir().unwrap();
         write_record(dir.path(), &rec).unwrap();
