@@ -205,7 +205,8 @@ impl Drop for EtcFiles {
 /// `--stats-group` as a site sets it: in the environment file the
 /// package ships, read by the shipped unit that systemd starts. A member
 /// of the group reads `stats`; anyone else is refused, told why; the
-/// unit stops cleanly, and the scheduler with it.
+/// unit stops cleanly, and the scheduler with it. Then a bad flag: the
+/// unit fails and is not restarted.
 #[test]
 fn the_stats_group_reads_stats_from_the_unit_systemd_starts_and_no_one_else_does() {
     require_guest();
@@ -228,6 +229,11 @@ fn the_stats_group_reads_stats_from_the_unit_systemd_starts_and_no_one_else_does
         .to_string();
 
     let systemd = Systemd::boot();
+    // The package's unit, not one a host's manual install put in /etc.
+    assert_eq!(
+        systemd.show("scx_linger.service", "FragmentPath"),
+        "/lib/systemd/system/scx_linger.service"
+    );
     let start = systemd.systemctl(&["start", "scx_linger.service"]);
     assert!(
         start.status.success(),
@@ -276,6 +282,29 @@ fn the_stats_group_reads_stats_from_the_unit_systemd_starts_and_no_one_else_does
         systemd.show("scx_linger.service", "ExecMainStatus"),
         "0",
         "the agent's exit on stop: {}",
+        systemd.journal("scx_linger.service")
+    );
+    assert_eq!(state(), "disabled");
+
+    // A flag the agent does not know is a usage error (exit 2), which the
+    // unit does not restart from: it stays failed, past RestartSec=.
+    fs::write(
+        "/etc/default/scx_linger",
+        "SCX_LINGER_FLAGS=\"--no-such-flag\"\n",
+    )
+    .unwrap();
+    let bad = systemd.systemctl(&["start", "scx_linger.service"]);
+    assert!(!bad.status.success(), "a usage error started the unit");
+    std::thread::sleep(Duration::from_secs(12));
+    let (status, restarts, active) = (
+        systemd.show("scx_linger.service", "ExecMainStatus"),
+        systemd.show("scx_linger.service", "NRestarts"),
+        systemd.show("scx_linger.service", "ActiveState"),
+    );
+    assert_eq!(
+        (status.as_str(), restarts.as_str(), active.as_str()),
+        ("2", "0", "failed"),
+        "{}",
         systemd.journal("scx_linger.service")
     );
     assert_eq!(state(), "disabled");
