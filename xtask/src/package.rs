@@ -41,7 +41,35 @@ pub struct PackageArgs {
 pub fn run(args: &PackageArgs) -> Result<i32> {
     let deb = build(args.debug)?;
     step(&format!("built {}", deb.display()));
+    crate::setup::deps::install_packages(&["lintian"])?;
+    lint(&deb, args.debug)?;
     Ok(0)
+}
+
+/// The package as Debian's lintian sees it: clean, but for what the
+/// package's own overrides explain and, in a debug package, its debug
+/// info (a release package ships the binary stripped). `cargo xtask
+/// package` lints what it built; `cargo xtask test` the debug package.
+pub fn lint(deb: &Path, debug: bool) -> Result<()> {
+    step("lintian");
+    let mut cmd = Command::new("lintian");
+    cmd.args(["--fail-on", "error,warning"]);
+    if debug {
+        cmd.args(["--suppress-tags", "unstripped-binary-or-object"]);
+    }
+    let out = cmd
+        .arg(deb)
+        .output()
+        .context("running lintian (cargo xtask deps installs it)")?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if !out.status.success() {
+        bail!("lintian finds fault with {}:\n{text}", deb.display());
+    }
+    Ok(())
 }
 
 fn version() -> Result<String> {

@@ -191,7 +191,7 @@ pub fn run(args: &TestArgs) -> Result<i32> {
     // The package the guest installs (tests/guest/package.rs), from the
     // debug build the other guest tests run.
     let deb = crate::package::build(true)?;
-    lint_package(&deb)?;
+    crate::package::lint(&deb, true)?;
     t = stages.done("guest test build and package", t);
     let (failures, oopses) = passes::run_all(args, &exe, &kernels, &mut stages, &mut tally, t)?;
     stages.print();
@@ -210,32 +210,6 @@ pub fn run(args: &TestArgs) -> Result<i32> {
         bail!("{}", failures.join("; "));
     }
     Ok(0)
-}
-
-/// The package as Debian's lintian sees it: clean, but for what the
-/// package's own overrides explain and the debug build's debug info (the
-/// release package is stripped).
-fn lint_package(deb: &std::path::Path) -> Result<()> {
-    step("lintian");
-    let out = Command::new("lintian")
-        .args([
-            "--fail-on",
-            "error,warning",
-            "--suppress-tags",
-            "unstripped-binary-or-object",
-        ])
-        .arg(deb)
-        .output()
-        .context("running lintian (cargo xtask deps installs it)")?;
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    if !out.status.success() {
-        bail!("lintian finds fault with {}:\n{text}", deb.display());
-    }
-    Ok(())
 }
 
 pub fn cargo(args: &[&str]) -> Result<()> {
