@@ -96,10 +96,22 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job_across_an_agent_rest
     // class: by the stats, and by the kernel.
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
-    assert!(
-        Path::new(RECORDS).join(format!("{guest}.toml")).exists(),
-        "the job's record went with the agent"
-    );
+    let record = Path::new(RECORDS).join(format!("{guest}.toml"));
+    assert!(record.exists(), "the job's record went with the agent");
+    // A record names the job's account and partition: root's alone, as
+    // the Prolog writes it.
+    {
+        use std::os::unix::fs::MetadataExt;
+        for (path, mode) in [(Path::new(RECORDS), 0o700), (record.as_path(), 0o600)] {
+            let meta = std::fs::metadata(path).unwrap();
+            assert_eq!(
+                (meta.uid(), meta.mode() & 0o777),
+                (0, mode),
+                "{} is not root's alone",
+                path.display()
+            );
+        }
+    }
     let agent = Agent::start(&args);
     let again = wait_until(Duration::from_secs(20), || {
         stats_job(guest).is_some_and(|j| {
