@@ -171,9 +171,12 @@ fn main() -> ExitCode {
     // Rust ignores SIGPIPE, so a command whose reader went away
     // (`stats --json --interval 5 | head -1`, `ls | head`) would panic in
     // println!. The commands that print end quietly as other Unix tools
-    // do (`run --monitor` and `run --help-stats` too: they load nothing);
-    // the agent keeps ignoring it, for its sockets.
-    if !matches!(&cli.command, Command::Run(a) if a.monitor.is_none() && !a.help_stats) {
+    // do (`run --help-stats` too: it loads nothing); the agent keeps
+    // ignoring it, for its sockets, and so does `run --monitor`, whose
+    // scx_stats client reconnects to a restarted agent through a socket
+    // write that would otherwise kill it (it ends on a closed stdout
+    // itself).
+    if !matches!(&cli.command, Command::Run(a) if !a.help_stats) {
         // SAFETY: at the start of main, before any thread exists.
         let _ = unsafe {
             nix::sys::signal::signal(

@@ -288,34 +288,41 @@ pub fn monitor(interval: Duration) -> Result<()> {
         &[],
         interval,
         || stop.load(std::sync::atomic::Ordering::Relaxed),
-        |s| {
-            print_view(&s);
-            Ok(())
+        |s| match print_view(&mut std::io::stdout().lock(), &s) {
+            // Its reader went away (`run --monitor 1 | head`): done.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                Ok(())
+            }
+            other => Ok(other?),
         },
     )
 }
 
-fn print_view(s: &LingerStats) {
+fn print_view(out: &mut impl std::io::Write, s: &LingerStats) -> std::io::Result<()> {
     let harvest = if s.guest_harvest_now < 0.0 {
         "-".to_string()
     } else {
         format!("{:.0}%", s.guest_harvest_now * 100.0)
     };
-    println!(
+    writeln!(
+        out,
         "[scx_linger] {} cpus {} idle {:.2} guest harvest {harvest}",
         s.state, s.cpus, s.idle_cpus_now
-    );
+    )?;
     for (name, c) in &s.classes {
-        println!(
+        writeln!(
+            out,
             "  {name:<11} cpus {:>6.2} runs {:>10} delay p50 {:>8.0} us p99 {:>8.0} us",
             c.cpus_now, c.runs, c.run_delay_p50_us_now, c.run_delay_p99_us_now
-        );
+        )?;
     }
     let mut jobs: Vec<_> = s.jobs.iter().collect();
     jobs.sort_by(|a, b| b.1.cpus_now.total_cmp(&a.1.cpus_now));
     for (path, j) in jobs.iter().take(10) {
-        println!("  job {path} {} cpus {:.2}", j.class, j.cpus_now);
+        writeln!(out, "  job {path} {} cpus {:.2}", j.class, j.cpus_now)?;
     }
+    out.flush()
 }
 
 #[cfg(test)]

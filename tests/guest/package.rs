@@ -42,11 +42,13 @@ pub(crate) fn installed() {
         );
         let _ = fs::remove_dir_all(UNPACKED);
         run(Command::new("dpkg-deb").args(["-x", DEB, UNPACKED]));
-        run(Command::new("cp").args([
-            "-a",
-            &format!("{UNPACKED}/lib/."),
-            &format!("{UNPACKED}/usr/lib/"),
-        ]));
+        if Path::new(UNPACKED).join("lib").exists() {
+            run(Command::new("cp").args([
+                "-a",
+                &format!("{UNPACKED}/lib/."),
+                &format!("{UNPACKED}/usr/lib/"),
+            ]));
+        }
         run(Command::new("mount").args([
             "-t",
             "overlay",

@@ -493,21 +493,23 @@ fn scx_stats_clients_read_the_agent() {
     assert_eq!(state(), "enabled", "--monitor must not touch the scheduler");
 
     // A reader that goes away ends a printing command as it ends other
-    // Unix tools (SIGPIPE, or done), never in a panic.
+    // Unix tools (SIGPIPE, or done), never in a panic; and the reader
+    // did get output first.
     for args in ["stats --json --interval 1", "run --monitor 0.5", "ls"] {
         let out = Command::new("bash")
             .arg("-c")
             .arg(format!(
-                "{AGENT} {args} 2>/run/sigpipe.err | head -c 1 >/dev/null; \
+                "timeout 60 {AGENT} {args} 2>/run/sigpipe.err | head -c 1 | wc -c; \
                  echo ${{PIPESTATUS[0]}}; cat /run/sigpipe.err"
             ))
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stdout);
-        let code = text.lines().next().unwrap_or_default();
+        let mut lines = text.lines().map(str::trim);
+        let (got, code) = (lines.next(), lines.next());
         assert!(
-            (code == "0" || code == "141") && !text.contains("panicked"),
-            "`{args} | head -c 1` ended with {text}"
+            got == Some("1") && matches!(code, Some("0" | "141")) && !text.contains("panicked"),
+            "`{args} | head -c 1` read {got:?} and ended with {text}"
         );
     }
     drop(agent);

@@ -5,15 +5,17 @@
 //! Debian's systemd running as PID 1.
 //!
 //! The guest's init is virtme-ng's, not systemd, and the guest's root is
-//! the host's, so a systemd booted as the guest's init takes the host's
-//! marks of a container for its own and skips the serial console. So
-//! systemd runs here as containers run it (systemd-nspawn's layout):
-//! PID 1 of its own PID, mount and cgroup namespaces, with its own /run
-//! and /tmp, on a cgroup of its own that is removed afterwards with
-//! everything in it. What decides who may reach the stats socket is all
-//! systemd's doing: the unit's RuntimeDirectory=, UMask=, capability
-//! bounding set, NoNewPrivileges= and ProtectSystem=, and its
-//! EnvironmentFile= carrying `--stats-group`.
+//! the host's, so a systemd booted as the guest's init would take any mark
+//! of a container on a host that is itself one for its own, and skip the
+//! serial console. So systemd runs here as containers run it
+//! (systemd-nspawn's layout): PID 1 of its own PID, mount, cgroup, UTS
+//! and IPC namespaces, told it is in a container, with its own /run and
+//! /tmp and /proc/sys read-only (the kernel is the other tests' too), on a
+//! cgroup of its own that is removed afterwards with everything in it.
+//! What decides who may reach the stats socket is all systemd's doing:
+//! the unit's RuntimeDirectory=, UMask=, capability bounding set,
+//! NoNewPrivileges= and ProtectSystem=, and its EnvironmentFile= carrying
+//! `--stats-group`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -38,22 +40,24 @@ impl Systemd {
     /// Boot it to basic.target: what a unit with default dependencies
     /// starts after on a node. Its log goes to the results directory.
     fn boot() -> Systemd {
-        // Its cgroup needs the controllers the agent checks for (cpu).
-        let root = Path::new(CGROUP_ROOT);
-        let controllers = fs::read_to_string(root.join("cgroup.controllers")).unwrap();
-        for c in controllers.split_whitespace() {
-            let _ = fs::write(root.join("cgroup.subtree_control"), format!("+{c}"));
-        }
+        // Its cgroup needs the controller the agent checks for.
+        let _ = fs::write(
+            Path::new(CGROUP_ROOT).join("cgroup.subtree_control"),
+            "+cpu",
+        );
         let cgroup = TestCgroup::new("systemd-as-pid1");
         let log = fs::File::create(results_dir().join("systemd-as-pid1.log")).unwrap();
-        let inner = "mount -t proc proc /proc && umount -l /sys/fs/cgroup \
+        let inner = "mount -t proc proc /proc \
+                     && mount --bind /proc/sys /proc/sys \
+                     && mount -o remount,bind,ro /proc/sys \
+                     && umount -l /sys/fs/cgroup \
                      && mount -t cgroup2 cgroup2 /sys/fs/cgroup \
                      && mount -t tmpfs tmpfs /run && mount -t tmpfs tmpfs /tmp \
-                     && exec /lib/systemd/systemd --system --unit=basic.target \
-                     --show-status=no --log-target=kmsg";
+                     && exec env container=scx-linger-test /lib/systemd/systemd \
+                     --system --unit=basic.target --show-status=no --log-target=kmsg";
         let outer = format!(
             "echo $$ > {}/cgroup.procs && exec unshare --pid --fork --mount --cgroup \
-             --propagation private sh -c '{inner}'",
+             --uts --ipc --propagation private sh -c '{inner}'",
             cgroup.path.display()
         );
         let mut shell = Command::new("sh")
@@ -63,27 +67,23 @@ impl Systemd {
             .stderr(log)
             .spawn()
             .unwrap();
-        // PID 1 of its namespace is the unshare's child.
+        // PID 1 of its namespace (the unshare's child), in its cgroup or,
+        // once it has moved itself, in init.scope beside its helpers.
         let mut pid = 0;
         let found = wait_until(Duration::from_secs(60), || {
             if let Ok(Some(status)) = shell.try_wait() {
                 panic!("systemd exited at boot ({status}): {}", boot_log());
             }
-            pid = fs::read_to_string(cgroup.path.join("cgroup.procs"))
-                .unwrap_or_default()
-                .lines()
-                .filter_map(|l| l.parse::<i32>().ok())
-                .find(|p| {
-                    fs::read_to_string(format!("/proc/{p}/comm"))
-                        .is_ok_and(|c| c.trim() == "systemd")
-                })
-                .or_else(|| {
-                    // It moves itself into init.scope as it starts.
-                    fs::read_to_string(cgroup.path.join("init.scope/cgroup.procs"))
-                        .ok()?
+            pid = ["cgroup.procs", "init.scope/cgroup.procs"]
+                .iter()
+                .flat_map(|f| {
+                    fs::read_to_string(cgroup.path.join(f))
+                        .unwrap_or_default()
                         .lines()
-                        .find_map(|l| l.parse().ok())
+                        .filter_map(|l| l.parse::<i32>().ok())
+                        .collect::<Vec<_>>()
                 })
+                .find(|&p| is_pid1_of_its_namespace(p))
                 .unwrap_or(0);
             pid != 0
         });
@@ -150,12 +150,41 @@ impl Systemd {
 impl Drop for Systemd {
     fn drop(&mut self) {
         // Its PID namespace ends with it: every process it started goes
-        // too; TestCgroup's drop then removes the cgroups it made.
+        // too (a scheduler it loaded with the agent); TestCgroup's drop
+        // then removes the cgroups it made.
         let _ = Command::new("kill")
             .args(["-KILL", &self.pid.to_string()])
             .status();
         let _ = self.unshare.wait();
+        let _ = wait_until(Duration::from_secs(20), || state() == "disabled");
     }
+}
+
+/// Is `pid` (as this namespace sees it) PID 1 of its own PID namespace?
+fn is_pid1_of_its_namespace(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|s| {
+        s.lines()
+            .find_map(|l| l.strip_prefix("NSpid:"))
+            .and_then(|ids| ids.split_whitespace().last())
+            == Some("1")
+    })
+}
+
+/// A systemd time span as `systemctl show` prints it ("10s", "100ms",
+/// "1min 30s"); None for a form it does not take apart.
+fn time_span(text: &str) -> Option<Duration> {
+    text.split_whitespace()
+        .try_fold(Duration::ZERO, |sum, part| {
+            let unit = part.trim_start_matches(|c: char| c.is_ascii_digit());
+            let n: u32 = part[..part.len() - unit.len()].parse().ok()?;
+            let one = match unit {
+                "ms" => Duration::from_millis(1),
+                "s" => Duration::from_secs(1),
+                "min" => Duration::from_secs(60),
+                _ => return None,
+            };
+            Some(sum + one * n)
+        })
 }
 
 /// What unshare said, and systemd's own log (it logs to the kernel's).
@@ -229,10 +258,11 @@ fn the_stats_group_reads_stats_from_the_unit_systemd_starts_and_no_one_else_does
         .to_string();
 
     let systemd = Systemd::boot();
-    // The package's unit, not one a host's manual install put in /etc.
-    assert_eq!(
-        systemd.show("scx_linger.service", "FragmentPath"),
-        "/lib/systemd/system/scx_linger.service"
+    // The package's unit, not one a manual install put in /etc.
+    let unit_file = systemd.show("scx_linger.service", "FragmentPath");
+    assert!(
+        unit_file.ends_with("lib/systemd/system/scx_linger.service"),
+        "systemd loaded {unit_file:?}, not the package's unit"
     );
     let start = systemd.systemctl(&["start", "scx_linger.service"]);
     assert!(
@@ -295,7 +325,10 @@ fn the_stats_group_reads_stats_from_the_unit_systemd_starts_and_no_one_else_does
     .unwrap();
     let bad = systemd.systemctl(&["start", "scx_linger.service"]);
     assert!(!bad.status.success(), "a usage error started the unit");
-    std::thread::sleep(Duration::from_secs(12));
+    let restart_after = systemd.show("scx_linger.service", "RestartUSec");
+    let restart_after = time_span(&restart_after)
+        .unwrap_or_else(|| panic!("RestartUSec={restart_after:?}: not a time span"));
+    std::thread::sleep(restart_after + Duration::from_secs(2));
     let (status, restarts, active) = (
         systemd.show("scx_linger.service", "ExecMainStatus"),
         systemd.show("scx_linger.service", "NRestarts"),
