@@ -64,8 +64,8 @@ pub struct JobRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row: Option<u32>,
     /// How many nodes the job spans (SLURM_JOB_NUM_NODES, else its
-    /// SLURM_JOB_NODELIST counted): a job on more
-    /// than one node is a gang here only with its row (cgroups.rs).
+    /// SLURM_JOB_NODELIST counted): a job on more than one node is a gang
+    /// here only with its row (cgroups.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nodes: Option<u32>,
 }

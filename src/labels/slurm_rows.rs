@@ -214,8 +214,9 @@ fn lock_rows(dir: &Path, wait: Duration) -> std::result::Result<Flock<std::fs::F
     }
 }
 
-/// How many nodes a job's PrologSlurmctld says it has: SLURM_JOB_NUM_NODES,
-/// else its SLURM_JOB_NODELIST counted (slurmctld sets that always).
+/// How many nodes a job's hook (PrologSlurmctld, or a node's Prolog) is
+/// told it has: SLURM_JOB_NUM_NODES, else its SLURM_JOB_NODELIST counted
+/// (slurmctld sets that always).
 pub fn nodes_in_env(var: impl Fn(&str) -> Option<String>) -> Option<usize> {
     if let Some(n) = var("SLURM_JOB_NUM_NODES").and_then(|n| n.trim().parse().ok()) {
         return Some(n);

@@ -59,7 +59,8 @@ enum Command {
     /// kernel says; its report goes to bench/results/.
     Soak(bench::soak::SoakArgs),
     /// The Debian package: binary, systemd unit, /etc config, man pages,
-    /// completions, Slurm hooks and SPANK plugin (target/package/).
+    /// completions, Slurm hooks and SPANK plugin (target/package/),
+    /// checked by lintian (installed if missing).
     Package(package::PackageArgs),
 }
 
