@@ -236,21 +236,28 @@ __hidden bool primary_waits_before(s32 cpu, u64 vtime)
 /*
  * A task wakes: its run since it last woke goes into its running
  * average (about four wake-ups), and a new burst, so a new request,
- * begins. It may bank at most one slice of vtime over the tasks that kept
- * running: enough to run soon, not enough to monopolise the CPU after a
- * long sleep. Tasks that stay runnable (preempted, slice expired) keep
- * their vtime untouched, so weights hold exactly.
+ * begins. It may bank at most one slice of its own CPU time over the
+ * tasks that kept running: enough to run soon, not enough to monopolise
+ * the CPU after a long sleep. That slice is vtime at the task's weight,
+ * as its runs are charged (EEVDF bounds a sleeper's lag the same way):
+ * banked in plain vtime, a nice-19 task (charged 100 ns a ns) could keep
+ * a fifth of a millisecond of its CPU time across a sleep, and light
+ * tasks that slept between runs got 0.4-0.7 of their weight's share
+ * (bench/results/rule-ab-runs.md). Tasks that stay runnable (preempted,
+ * slice expired) keep their vtime untouched, so weights hold exactly.
  */
 __hidden void vtime_wake(struct task_struct *p, struct task_ctx *tctx, u32 tier)
 {
-	u64 floor;
+	u64 weight, floor;
 
 	if (!tctx)
 		return;
 	tctx->vt.avg_burst = (tctx->vt.avg_burst * 3 + tctx->vt.burst) / 4;
 	tctx->vt.burst = 0;
-	renew_request(p, tctx, task_weight(p, tctx, false));
-	floor = tier_floor(tier, tctx->vt.llc, tctx->vt.req, tier_slice(tier));
+	weight = task_weight(p, tctx, false);
+	renew_request(p, tctx, weight);
+	floor = tier_floor(tier, tctx->vt.llc, tctx->vt.req,
+			  tier_slice(tier) * 100 / weight);
 	if (time_before(p->scx.dsq_vtime, floor))
 		p->scx.dsq_vtime = floor;
 }
