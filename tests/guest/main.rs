@@ -26,3 +26,4 @@ mod stats;
 mod trace;
 mod two_nodes;
 mod unit;
+mod weights;
