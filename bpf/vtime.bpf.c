@@ -88,8 +88,8 @@ __hidden u64 tier_slice(u32 tier)
  * Where a task arriving at @tier's queue on @llc stands, with a request
  * of @req in vtime: its vtime @credit behind the tier's clock, but its
  * key never behind the queue's head (pure.h: arrival_vtime() says why).
- * Waking tasks are raised to it with a slice of credit (they bank at
- * most one slice), tasks whose tier changed start on it likewise, and
+ * Waking tasks are raised to it with a slice of credit (vtime_wake()
+ * says how much), tasks whose tier changed start a slice behind, and
  * new tasks start on it with none (vtime_enable() says why).
  */
 static u64 tier_floor(u32 tier, u32 llc, u64 req, u64 credit)
@@ -236,19 +236,21 @@ __hidden bool primary_waits_before(s32 cpu, u64 vtime)
 /*
  * A task wakes: its run since it last woke goes into its running
  * average (about four wake-ups), and a new burst, so a new request,
- * begins. It may bank at most one slice of its own CPU time over the
- * tasks that kept running: enough to run soon, not enough to monopolise
- * the CPU after a long sleep. That slice is vtime at the task's weight,
- * as its runs are charged (EEVDF bounds a sleeper's lag the same way):
- * banked in plain vtime, a nice-19 task (charged 100 ns a ns) could keep
- * a fifth of a millisecond of its CPU time across a sleep, and light
- * tasks that slept between runs got 0.4-0.7 of their weight's share
- * (bench/results/rule-ab-runs.md). Tasks that stay runnable (preempted,
- * slice expired) keep their vtime untouched, so weights hold exactly.
+ * begins. It may bank at most one slice of vtime over the tasks that
+ * kept running, and a light task one slice of its own CPU time (vtime at
+ * its weight, as its runs are charged): enough to run soon, not enough
+ * to monopolise the CPU after a long sleep. Banked in plain vtime, a
+ * nice-19 task (charged 100 ns a ns) kept a fifth of a millisecond of its
+ * CPU time across a sleep, and light tasks that slept between runs got
+ * 0.4-0.7 of their weight's share (bench/results/rule-ab-runs.md). A
+ * heavy task keeps the plain slice: at its weight the slice would be a
+ * sliver of vtime, and it would queue behind every default sleeper.
+ * Tasks that stay runnable (preempted, slice expired) keep their vtime
+ * untouched, so weights hold exactly.
  */
 __hidden void vtime_wake(struct task_struct *p, struct task_ctx *tctx, u32 tier)
 {
-	u64 weight, floor;
+	u64 weight, credit, floor;
 
 	if (!tctx)
 		return;
@@ -256,8 +258,8 @@ __hidden void vtime_wake(struct task_struct *p, struct task_ctx *tctx, u32 tier)
 	tctx->vt.burst = 0;
 	weight = task_weight(p, tctx, false);
 	renew_request(p, tctx, weight);
-	floor = tier_floor(tier, tctx->vt.llc, tctx->vt.req,
-			  tier_slice(tier) * 100 / weight);
+	credit = tier_slice(tier) * 100 / (weight < 100 ? weight : 100);
+	floor = tier_floor(tier, tctx->vt.llc, tctx->vt.req, credit);
 	if (time_before(p->scx.dsq_vtime, floor))
 		p->scx.dsq_vtime = floor;
 }
