@@ -294,7 +294,7 @@ pub fn monitor(interval: Duration) -> Result<()> {
                 stop.store(true, std::sync::atomic::Ordering::Relaxed);
                 Ok(())
             }
-            other => Ok(other?),
+            other => other.map_err(Into::into),
         },
     )
 }
