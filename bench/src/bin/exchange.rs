@@ -7,7 +7,7 @@
 //! at the same moment: co-scheduled across nodes.
 //!
 //! Usage: exchange --rank 0|1 --peer HOST --port P [--rounds R] [--iters I]
-//!                 [--meet-s S] [--go FILE]
+//!                 [--idle-us U] [--meet-s S] [--go FILE]
 //!
 //! The ranks first wait up to `--meet-s` (60 s) for each other, as an MPI
 //! runtime's start-up does: a batch system starts them on their nodes
@@ -17,10 +17,17 @@
 //! their start-ups end. The wall time counts from the meeting, or from
 //! the go.
 //!
+//! With `--idle-us`, a rank sleeps that long after each round, as a rank
+//! that waits on I/O between its exchanges does, and blocks in `recv()`
+//! for its peer's message instead of spinning, as a blocking MPI receive
+//! does: its CPU is idle for both waits, for whatever else the node runs.
+//!
 //! Rank r listens on port P + r and sends to the peer's P + 1 - r. Under
 //! Slurm, `--slurm` takes the rank from SLURM_PROCID, the peer from
 //! SLURM_JOB_NODELIST (two nodes, one task each) and the port from the
-//! job id. Prints one line: `wall_ms=… cpu_ms=… rounds=… rank=…`.
+//! job id. Prints one line: `wall_ms=… cpu_ms=… rounds=… rank=… end_ms=…`,
+//! the last the Unix time at the end (a bench compares jobs that did not
+//! run at the same time by it, on one node's clock).
 use std::net::{ToSocketAddrs, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -32,6 +39,7 @@ struct Args {
     port: u16,
     rounds: u64,
     iters: u64,
+    idle: Duration,
     meet: Duration,
     go: Option<std::path::PathBuf>,
 }
@@ -63,6 +71,7 @@ fn parse_args() -> Result<Args, String> {
         port: 40000,
         rounds: 2000,
         iters: 20_000,
+        idle: Duration::ZERO,
         meet: Duration::from_secs(60),
         go: None,
     };
@@ -76,6 +85,7 @@ fn parse_args() -> Result<Args, String> {
             "--port" => a.port = num(val("--port")?, "--port")? as u16,
             "--rounds" => a.rounds = num(val("--rounds")?, "--rounds")?,
             "--iters" => a.iters = num(val("--iters")?, "--iters")?,
+            "--idle-us" => a.idle = Duration::from_micros(num(val("--idle-us")?, "--idle-us")?),
             "--meet-s" => a.meet = Duration::from_secs(num(val("--meet-s")?, "--meet-s")?),
             "--go" => a.go = Some(val("--go")?.into()),
             "--slurm" => {
@@ -126,6 +136,7 @@ fn main() {
             std::process::exit(2);
         });
     sock.set_nonblocking(true).expect("non-blocking socket");
+    let blocking = !a.idle.is_zero();
     // Meet first (message 0): the peer may start later. Resend until it
     // answers. Round r's message is r + 1.
     let mut buf = [0u8; 8];
@@ -165,6 +176,11 @@ fn main() {
             std::thread::sleep(Duration::from_millis(5));
         }
     }
+    if blocking {
+        sock.set_nonblocking(false).expect("blocking socket");
+        sock.set_read_timeout(Some(Duration::from_millis(200)))
+            .expect("socket read timeout");
+    }
     let cpu0 = process_cpu_s();
     let start = Instant::now();
     for round in 0..a.rounds {
@@ -179,8 +195,13 @@ fn main() {
             match sock.recv_from(&mut buf) {
                 Ok((8, _)) if u64::from_le_bytes(buf) > round => break,
                 Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                    if sent.elapsed() > Duration::from_millis(200) {
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    if sent.elapsed() >= Duration::from_millis(200) {
                         let _ = sock.send_to(&msg, peer);
                         sent = Instant::now();
                     }
@@ -192,17 +213,24 @@ fn main() {
                 }
             }
         }
+        if !a.idle.is_zero() {
+            std::thread::sleep(a.idle);
+        }
     }
     let wall = start.elapsed();
     // Let the peer see the last round even if it lost our first send.
     for _ in 0..3 {
         let _ = sock.send_to(&a.rounds.to_le_bytes(), peer);
     }
+    let end = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     println!(
-        "wall_ms={} cpu_ms={:.0} rounds={} rank={}",
+        "wall_ms={} cpu_ms={:.0} rounds={} rank={} end_ms={}",
         wall.as_millis(),
         (process_cpu_s() - cpu0) * 1e3,
         a.rounds,
-        a.rank
+        a.rank,
+        end.as_millis()
     );
 }

@@ -22,13 +22,13 @@ use super::*;
 pub(super) const RANK_START: Duration = Duration::from_secs(240);
 
 /// Submit a two-node job of one rank per node, whose rounds start when
-/// `go` exists; its id.
-pub(super) fn submit(partition: &str, rounds: u64, go: &Path) -> u64 {
+/// `go` exists, each rank sleeping `idle_us` after each round; its id.
+pub(super) fn submit(partition: &str, rounds: u64, idle_us: u64, go: &Path) -> u64 {
     sbatch(
         partition,
         "job",
         &format!(
-            "srun {} --slurm --rounds {rounds} --iters 20000 --meet-s {} --go {}",
+            "srun {} --slurm --rounds {rounds} --iters 20000 --idle-us {idle_us} --meet-s {} --go {}",
             bench_bin("exchange").display(),
             RANK_START.as_secs(),
             go.display()
@@ -89,15 +89,18 @@ pub(super) fn wait_jobs(ids: &[u64], timeout: Duration) -> Vec<f64> {
         logs()
     );
     ids.iter()
-        .map(|id| {
-            let text = fs::read_to_string(dir.join(format!("job-{id}.out"))).unwrap();
-            text.split_whitespace()
-                .filter_map(|w| w.strip_prefix("wall_ms="))
-                .filter_map(|v| v.parse::<f64>().ok())
-                .fold(0.0, f64::max)
-                / 1e3
-        })
+        .map(|id| job_figure(*id, "wall_ms") / 1e3)
         .collect()
+}
+
+/// The largest of a finished job's ranks' `key=` figures (`wall_ms`,
+/// `end_ms`: exchange's line).
+pub(super) fn job_figure(id: u64, key: &str) -> f64 {
+    let text = fs::read_to_string(results_dir().join(format!("job-{id}.out"))).unwrap_or_default();
+    text.split_whitespace()
+        .filter_map(|w| w.strip_prefix(key)?.strip_prefix('='))
+        .filter_map(|v| v.parse::<f64>().ok())
+        .fold(0.0, f64::max)
 }
 
 /// Submit `jobs` two-node jobs and start their rounds at one moment
@@ -109,10 +112,23 @@ pub(super) fn submit_together(
     rounds: u64,
     before_go: impl FnOnce(&mut Peer),
 ) -> (Vec<u64>, String, String) {
+    submit_idle_together(peer, jobs, rounds, 0, before_go)
+}
+
+/// submit_together, each rank sleeping `idle_us` after each round.
+pub(super) fn submit_idle_together(
+    peer: &mut Peer,
+    jobs: usize,
+    rounds: u64,
+    idle_us: u64,
+    before_go: impl FnOnce(&mut Peer),
+) -> (Vec<u64>, String, String) {
     static PHASE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let phase = PHASE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let go = results_dir().join(format!("go-{phase}"));
-    let ids: Vec<u64> = (0..jobs).map(|_| submit("gang", rounds, &go)).collect();
+    let ids: Vec<u64> = (0..jobs)
+        .map(|_| submit("gang", rounds, idle_us, &go))
+        .collect();
     let (near, far) = start_together(peer, &ids, &go, before_go);
     (ids, near, far)
 }

@@ -24,7 +24,8 @@
 //! What CI holds the scheduler to (rows, shares, the hooks' requests) needs
 //! only the runs under scx_linger. The baselines the bench compares with
 //! (one job alone under each scheduler, both jobs on quiet nodes, the mix without
-//! rows and under EEVDF, MPI alone and under EEVDF) run only with
+//! rows and under EEVDF, MPI alone and under EEVDF, Slurm's own gang
+//! scheduling on a spinning and a half-idle mix) run only with
 //! `cargo xtask test --baselines`: each is a Slurm job start and a
 //! run of a minute or more on these emulated nodes, and none is judged.
 
@@ -43,6 +44,7 @@ mod jobs;
 mod mpi;
 mod rows_seen;
 mod rpcs;
+mod slurm_gang;
 use jobs::*;
 use rows_seen::*;
 
@@ -145,6 +147,51 @@ fn start_slurm(n: u32) -> Vec<Child> {
             .arg(slurm_conf()),
     ));
     d
+}
+
+/// The cluster's slurm.conf, with `extra` lines (the bench's other
+/// scheduling mode, which `scontrol reconfigure` turns on and off).
+fn write_slurm_conf(extra: &str) {
+    let d = results_dir();
+    let d = d.display();
+    fs::write(
+        slurm_conf(),
+        format!(
+            "ClusterName=linger2\nSlurmctldHost=n1({a1})\nSlurmUser=root\nSlurmdUser=root\n\
+             AuthType=auth/munge\nStateSaveLocation={LOCAL}/state\nSlurmdSpoolDir={LOCAL}/spool\n\
+             SlurmctldPidFile={LOCAL}/ctld.pid\nSlurmdPidFile={LOCAL}/d.pid\n\
+             SlurmctldLogFile={d}/n1-slurmctld.log\nSlurmdLogFile={d}/slurmd-%n.log\n\
+             ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n\
+             SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/backfill\n\
+             PrologFlags=Contain\nProlog=/usr/lib/scx_linger/slurm-prolog\n\
+             Epilog=/usr/lib/scx_linger/slurm-epilog\nPrologSlurmctld=/usr/lib/scx_linger/slurm-row\n\
+             MpiDefault=none\nReturnToService=2\n{extra}\
+             NodeName=n1 NodeAddr={a1} CPUs=1 State=UNKNOWN\n\
+             NodeName=n2 NodeAddr={a2} CPUs=1 State=UNKNOWN\n\
+             PartitionName=gang Nodes=n1,n2 Default=YES OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n",
+            a1 = addr(1),
+            a2 = addr(2),
+        ),
+    )
+    .unwrap();
+}
+
+/// Wait for both nodes to be up and idle in slurmctld's view.
+fn wait_nodes_idle() {
+    let mut states = String::new();
+    let idle = wait_until(Duration::from_secs(90), || {
+        let out = Command::new("sinfo")
+            .env("SLURM_CONF", slurm_conf())
+            .args(["-h", "-N", "-o", "%N %T"])
+            .output()
+            .unwrap();
+        states = String::from_utf8_lossy(&out.stdout).into_owned();
+        states.lines().count() == 2
+            && states
+                .lines()
+                .all(|l| l.split_whitespace().nth(1) == Some("idle"))
+    });
+    assert!(idle, "the two nodes did not come up idle: {states}");
 }
 
 /// The second node: join the link and do what the first asks, one line
@@ -382,27 +429,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     peer.must("sync");
 
     let dir = results_dir();
-    let d = dir.display();
-    fs::write(
-        slurm_conf(),
-        format!(
-            "ClusterName=linger2\nSlurmctldHost=n1({a1})\nSlurmUser=root\nSlurmdUser=root\n\
-             AuthType=auth/munge\nStateSaveLocation={LOCAL}/state\nSlurmdSpoolDir={LOCAL}/spool\n\
-             SlurmctldPidFile={LOCAL}/ctld.pid\nSlurmdPidFile={LOCAL}/d.pid\n\
-             SlurmctldLogFile={d}/n1-slurmctld.log\nSlurmdLogFile={d}/slurmd-%n.log\n\
-             ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n\
-             SelectType=select/cons_tres\nSelectTypeParameters=CR_Core\nSchedulerType=sched/backfill\n\
-             PrologFlags=Contain\nProlog=/usr/lib/scx_linger/slurm-prolog\n\
-             Epilog=/usr/lib/scx_linger/slurm-epilog\nPrologSlurmctld=/usr/lib/scx_linger/slurm-row\n\
-             MpiDefault=none\nReturnToService=2\n\
-             NodeName=n1 NodeAddr={a1} CPUs=1 State=UNKNOWN\n\
-             NodeName=n2 NodeAddr={a2} CPUs=1 State=UNKNOWN\n\
-             PartitionName=gang Nodes=n1,n2 Default=YES OverSubscribe=FORCE:4 MaxTime=INFINITE State=UP\n",
-            a1 = addr(1),
-            a2 = addr(2),
-        ),
-    )
-    .unwrap();
+    write_slurm_conf("");
     fs::write(
         dir.join("cgroup.conf"),
         "CgroupPlugin=cgroup/v2\nIgnoreSystemd=yes\nConstrainCores=yes\n",
@@ -410,16 +437,7 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     .unwrap();
     let mut daemons = start_slurm(1);
     peer.must("slurm");
-    let idle = wait_until(Duration::from_secs(90), || {
-        let out = Command::new("sinfo")
-            .env("SLURM_CONF", slurm_conf())
-            .args(["-h", "-N", "-o", "%T"])
-            .output()
-            .unwrap();
-        let t = String::from_utf8_lossy(&out.stdout).into_owned();
-        t.lines().count() == 2 && t.lines().all(|l| l.trim() == "idle")
-    });
-    assert!(idle, "the two nodes did not come up idle");
+    wait_nodes_idle();
     let offset = chrony_offset_ms(&mut peer);
 
     // One job alone on quiet nodes (under each scheduler, for the bench):
@@ -651,6 +669,16 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
     }
     // Real MPI, on nodes that n1's guest and n2's local gang have left.
     mpi::compare(&mut peer, &with_rows).judge();
+    // Slurm's own gang scheduling on the same jobs, for the bench.
+    if baselines() {
+        slurm_gang::compare(
+            &mut peer,
+            &with_rows,
+            &guest,
+            rounds,
+            alone_eevdf / rounds as f64,
+        );
+    }
     drop(peer);
     daemons.push(chrony);
     for mut d in daemons {

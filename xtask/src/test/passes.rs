@@ -146,7 +146,8 @@ fn passes(args: &TestArgs, first_kernel: bool) -> Vec<Pass> {
             topology: None,
             filters: vec![args.filter.clone().unwrap_or(TWO_NODES.into())],
             skip: vec![],
-            // The bench's baselines take about 12 minutes more here.
+            // The bench's baselines (Slurm's gang mode among them) take
+            // about 20 minutes more here.
             timeout: if args.baselines { 2400 } else { 1200 },
             single_thread: false,
             peer: Some(PEER_TEST),
