@@ -55,8 +55,13 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job_across_an_agent_rest
     let n = nr_cpus();
     // Long enough for both measurements and the restart between them on
     // a slow host; cancelled once measured.
-    let primary = c.spin_job(&["-p", "primary"], n, 90);
+    // The guest job first, alone, so that its script has forked its hogs
+    // before the primary job's fill the node: a guest's script beside a
+    // busy primary may never get that far, and the window must see the
+    // guest's hogs spinning, not its script waiting to fork them.
     let guest = c.spin_job(&["-p", "guest"], n, 90);
+    wait_hogs(&c, guest);
+    let primary = c.spin_job(&["-p", "primary"], n, 90);
     wait_hogs(&c, primary);
     let s = shares(&c, &[primary, guest], Duration::from_secs(2));
     figure(&format!(
