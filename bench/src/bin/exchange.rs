@@ -195,10 +195,15 @@ fn main() {
             match sock.recv_from(&mut buf) {
                 Ok((8, _)) if u64::from_le_bytes(buf) > round => break,
                 Ok(_) => {}
+                // Interrupted: a recv() with a read timeout fails so when
+                // the rank is stopped and continued (signal(7)), as
+                // Slurm's gang mode suspends and resumes whole jobs.
                 Err(e)
                     if matches!(
                         e.kind(),
-                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                        std::io::ErrorKind::WouldBlock
+                            | std::io::ErrorKind::TimedOut
+                            | std::io::ErrorKind::Interrupted
                     ) =>
                 {
                     if sent.elapsed() >= Duration::from_millis(200) {

@@ -22,15 +22,22 @@ use super::*;
 pub(super) const RANK_START: Duration = Duration::from_secs(240);
 
 /// Submit a two-node job of one rank per node, whose rounds start when
-/// `go` exists, each rank sleeping `idle_us` after each round; its id.
-pub(super) fn submit(partition: &str, rounds: u64, idle_us: u64, go: &Path) -> u64 {
+/// `go` exists, each rank sleeping `idle_us` after each round and waiting
+/// at most `start` for its peer and for the go; its id.
+pub(super) fn submit(
+    partition: &str,
+    rounds: u64,
+    idle_us: u64,
+    start: Duration,
+    go: &Path,
+) -> u64 {
     sbatch(
         partition,
         "job",
         &format!(
             "srun {} --slurm --rounds {rounds} --iters 20000 --idle-us {idle_us} --meet-s {} --go {}",
             bench_bin("exchange").display(),
-            RANK_START.as_secs(),
+            start.as_secs(),
             go.display()
         ),
     )
@@ -112,24 +119,26 @@ pub(super) fn submit_together(
     rounds: u64,
     before_go: impl FnOnce(&mut Peer),
 ) -> (Vec<u64>, String, String) {
-    submit_idle_together(peer, jobs, rounds, 0, before_go)
+    submit_idle_together(peer, jobs, rounds, 0, RANK_START, before_go)
 }
 
-/// submit_together, each rank sleeping `idle_us` after each round.
+/// submit_together, each rank sleeping `idle_us` after each round, the
+/// ranks given `start` to start on both nodes.
 pub(super) fn submit_idle_together(
     peer: &mut Peer,
     jobs: usize,
     rounds: u64,
     idle_us: u64,
+    start: Duration,
     before_go: impl FnOnce(&mut Peer),
 ) -> (Vec<u64>, String, String) {
     static PHASE: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let phase = PHASE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let go = results_dir().join(format!("go-{phase}"));
     let ids: Vec<u64> = (0..jobs)
-        .map(|_| submit("gang", rounds, idle_us, &go))
+        .map(|_| submit("gang", rounds, idle_us, start, &go))
         .collect();
-    let (near, far) = start_together(peer, &ids, &go, before_go);
+    let (near, far) = start_together(peer, &ids, &go, start, before_go);
     (ids, near, far)
 }
 
@@ -138,15 +147,16 @@ pub(super) fn submit_idle_together(
 /// go. Waiting ranks sleep, so the listing is quick however busy the
 /// nodes are; a job's step daemon can take minutes to start its rank
 /// beside a local gang (RANK_START), and the jobs' rounds must still
-/// overlap whole.
+/// overlap whole. `start`: how long the ranks may take.
 pub(super) fn start_together(
     peer: &mut Peer,
     ids: &[u64],
     go: &Path,
+    start: Duration,
     before_go: impl FnOnce(&mut Peer),
 ) -> (String, String) {
     let (mut near, mut far) = (String::new(), String::new());
-    let started = wait_until(RANK_START, || {
+    let started = wait_until(start, || {
         near.push_str(&sh(LIST_RANKS));
         far.push_str(&peer.must(&format!("sh {LIST_RANKS}")));
         ids.iter()

@@ -21,21 +21,35 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use super::*;
 
 /// slurm.conf's lines for Slurm's gang scheduling, its time slice at the
-/// default (the partition already lets four jobs share a node's CPUs).
-const GANG_MODE: &str = "PreemptMode=GANG\n";
+/// default (the partition already lets four jobs share a node's CPUs),
+/// with slurmctld's log of its slices and of step creation (info level,
+/// no more than that).
+const GANG_MODE: &str = "PreemptMode=GANG\nDebugFlags=Gang,Steps\n";
+
+/// How long a job's ranks may take to start under Slurm's gang mode. A
+/// job that Slurm suspends as it starts refuses its `srun` a step
+/// ("step creation temporarily disabled"), and srun tries again only
+/// after waiting for word from slurmctld for SlurmctldTimeout (120 s by
+/// default) plus up to 9 s: two such waits are past RANK_START, and a
+/// retry may meet the job suspended again. Spans count from the go, so
+/// this wait is in no figure.
+const GANG_RANK_START: Duration = Duration::from_secs(600);
 
 /// One run of a mix: from the go until the last rank ended, and what n1's
-/// guest and idle time got over it.
+/// guest and idle time got over it; and how long after their submission
+/// every job's ranks were up (the go waits for that).
 #[derive(Clone, Copy)]
 struct Span {
     secs: f64,
     guest_s: f64,
     idle_s: f64,
+    up_s: f64,
 }
 
 /// Run `jobs` two-node jobs of `rounds` rounds, their ranks sleeping
 /// `idle_us` after each round, with the guest spinning on n1 from the go
-/// (its cgroup `cpu.idle` where `idle_policy`). The span counts to the last
+/// (its cgroup `cpu.idle` where `idle_policy`), the ranks given `start`
+/// to start on both nodes. The span counts to the last
 /// rank's end on its own clock (rank 0 is on n1, rank 1 on n2, which
 /// chrony keeps within a millisecond of it): a job Slurm suspended at
 /// the go starts its rounds, and its own wall time, only when resumed.
@@ -46,14 +60,18 @@ fn span(
     rounds: u64,
     idle_us: u64,
     idle_policy: bool,
+    start: Duration,
 ) -> Span {
     let mut g = None;
     let mut at_go = (0.0, 0, 0);
+    let submitted = std::time::Instant::now();
+    let mut up_s = 0.0;
     // The cgroup, not its task: under EEVDF a SCHED_IDLE task is idle
     // only within its own group, whose entity competes at its weight.
     let cpu_idle = guest.path.join("cpu.idle");
     fs::write(&cpu_idle, if idle_policy { "1" } else { "0" }).unwrap();
-    let (ids, _, _) = submit_idle_together(peer, jobs, rounds, idle_us, |_| {
+    let (ids, _, _) = submit_idle_together(peer, jobs, rounds, idle_us, start, |_| {
+        up_s = submitted.elapsed().as_secs_f64();
         g = Some(guest.spin(1));
         at_go = (
             unix_ms(),
@@ -77,6 +95,7 @@ fn span(
         secs: (end - at_go.0) / 1e3,
         guest_s,
         idle_s,
+        up_s,
     }
 }
 
@@ -127,20 +146,20 @@ pub(super) fn compare(
     round_s: f64,
 ) {
     let idle_us = (round_s * 1e6).round() as u64;
-    let half_alone = span(peer, guest, 1, rounds, idle_us, true).secs;
-    let half_eevdf = span(peer, guest, 2, rounds, idle_us, true);
+    let half_alone = span(peer, guest, 1, rounds, idle_us, true, RANK_START).secs;
+    let half_eevdf = span(peer, guest, 2, rounds, idle_us, true, RANK_START);
     let agent = start_agents(peer, with_rows);
-    let spin_rows = span(peer, guest, 2, rounds, 0, false);
-    let half_rows = span(peer, guest, 2, rounds, idle_us, false);
+    let spin_rows = span(peer, guest, 2, rounds, 0, false, RANK_START);
+    let half_rows = span(peer, guest, 2, rounds, idle_us, false, RANK_START);
     stop_agents(peer, agent);
     reconfigure(GANG_MODE);
-    let spin_gang = span(peer, guest, 2, rounds, 0, true);
-    let half_gang = span(peer, guest, 2, rounds, idle_us, true);
+    let spin_gang = span(peer, guest, 2, rounds, 0, true, GANG_RANK_START);
+    let half_gang = span(peer, guest, 2, rounds, idle_us, true, GANG_RANK_START);
     reconfigure("");
     let show = |s: Span| {
         format!(
-            "{:.2} s (guest {:.2} s, idle {:.2} s)",
-            s.secs, s.guest_s, s.idle_s
+            "{:.2} s (guest {:.2} s, idle {:.2} s, ranks up {:.0} s after submission)",
+            s.secs, s.guest_s, s.idle_s, s.up_s
         )
     };
     figure(&format!(
