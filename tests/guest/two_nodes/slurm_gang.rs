@@ -22,9 +22,9 @@ use super::*;
 
 /// slurm.conf's lines for Slurm's gang scheduling, its time slice at the
 /// default (the partition already lets four jobs share a node's CPUs),
-/// with slurmctld's log of its slices and of step creation (info level,
-/// no more than that).
-const GANG_MODE: &str = "PreemptMode=GANG\nDebugFlags=Gang,Steps\n";
+/// with slurmctld's log of its slices (which job it suspends and resumes,
+/// when).
+const GANG_MODE: &str = "PreemptMode=GANG\nDebugFlags=Gang\n";
 
 /// How long a job's ranks may take to start under Slurm's gang mode. A
 /// job that Slurm suspends as it starts refuses its `srun` a step
