@@ -67,10 +67,14 @@ fn submit(go: &Path) -> u64 {
     )
 }
 
+/// Every thread of a Slurm job's cgroups: its id, name, schedstat (run
+/// and wait time, ns; its runs) and cgroup, on one line each.
+const JOB_THREADS: &str = "for t in /proc/[0-9]*/task/*; do c=$(cat $t/cgroup 2>/dev/null); case $c in *job_*) echo $(basename $t) $(cat $t/comm) $(cat $t/schedstat) ${c#0::};; esac; done";
+
 /// Run `jobs` MPI jobs with their rings started at one moment; the span
 /// from the first ring's start to the last one's end (rank 0 of each is
 /// on n1, so one clock), s.
-fn span(jobs: usize, phase: &str) -> (Vec<u64>, f64) {
+fn span(peer: &mut Peer, jobs: usize, phase: &str) -> (Vec<u64>, f64) {
     let go = results_dir().join(format!("mpi-go-{phase}"));
     let ids: Vec<u64> = (0..jobs).map(|_| submit(&go)).collect();
     let out = |id: u64| fs::read_to_string(results_dir().join(format!("mpi-{id}.out")));
@@ -86,6 +90,23 @@ fn span(jobs: usize, phase: &str) -> (Vec<u64>, f64) {
             .collect::<Vec<_>>()
     );
     fs::write(&go, "").unwrap();
+    // Each job thread's run and wait time on both nodes, twice a few
+    // seconds apart while the bench's rings run: which threads of a job
+    // used its CPU time (the ranks, or the runtime's own), for reading
+    // the spans.
+    if baselines() {
+        let mut threads = String::new();
+        for _ in 0..2 {
+            std::thread::sleep(Duration::from_secs(4));
+            threads += &format!(
+                "n1\n{}\nn2\n{}\n",
+                sh(JOB_THREADS),
+                peer.must(&format!("sh {JOB_THREADS}"))
+            );
+        }
+        let at = results_dir().join(format!("mpi-threads-{phase}.txt"));
+        fs::write(at, threads).unwrap();
+    }
     let done = wait_until(Duration::from_secs(300), || {
         ids.iter()
             .all(|&id| out(id).is_ok_and(|t| t.contains("ring_end=")))
@@ -115,14 +136,14 @@ fn span(jobs: usize, phase: &str) -> (Vec<u64>, f64) {
 /// again when it returns.
 pub(super) fn compare(peer: &mut Peer, config: &str) -> MpiFigures {
     let (alone_s, eevdf) = if baselines() {
-        let (_, alone_s) = span(1, "alone");
-        let (_, eevdf) = span(2, "eevdf");
+        let (_, alone_s) = span(peer, 1, "alone");
+        let (_, eevdf) = span(peer, 2, "eevdf");
         (Some(alone_s), eevdf / (2.0 * alone_s))
     } else {
         (None, f64::NAN)
     };
     let agent = start_agents(peer, config);
-    let (ids, rows_s) = span(2, "rows");
+    let (ids, rows_s) = span(peer, 2, "rows");
     let table = agent.output();
     let n2_log = stop_agents(peer, agent);
     MpiFigures {
