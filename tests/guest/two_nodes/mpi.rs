@@ -67,9 +67,10 @@ fn submit(go: &Path) -> u64 {
     )
 }
 
-/// Every thread of a Slurm job's cgroups: its id, name, schedstat (run
-/// and wait time, ns; its runs) and cgroup, on one line each.
-const JOB_THREADS: &str = "for t in /proc/[0-9]*/task/*; do c=$(cat $t/cgroup 2>/dev/null); case $c in *job_*) echo $(basename $t) $(cat $t/comm) $(cat $t/schedstat) ${c#0::};; esac; done";
+/// Every thread of a Slurm job's cgroups, and the kernel's softirq
+/// threads (the network's receive work the ranks wait on): its id, name,
+/// schedstat (run and wait time, ns; its runs) and cgroup, a line each.
+const JOB_THREADS: &str = "for t in /proc/[0-9]*/task/*; do c=$(cat $t/cgroup 2>/dev/null); n=$(cat $t/comm 2>/dev/null); case $c$n in *job_*|*ksoftirqd*) echo $(basename $t) $n $(cat $t/schedstat) ${c#0::};; esac; done";
 
 /// Run `jobs` MPI jobs with their rings started at one moment; the span
 /// from the first ring's start to the last one's end (rank 0 of each is
