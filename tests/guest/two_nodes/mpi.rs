@@ -68,9 +68,12 @@ fn submit(go: &Path) -> u64 {
 }
 
 /// Every thread of a Slurm job's cgroups, and the kernel's softirq
-/// threads (the network's receive work the ranks wait on): its id, name,
-/// schedstat (run and wait time, ns; its runs) and cgroup, a line each.
-const JOB_THREADS: &str = "for t in /proc/[0-9]*/task/*; do c=$(cat $t/cgroup 2>/dev/null); n=$(cat $t/comm 2>/dev/null); case $c$n in *job_*|*ksoftirqd*) echo $(basename $t) $n $(cat $t/schedstat) ${c#0::};; esac; done";
+/// threads (the network's receive work the ranks wait on): their
+/// schedstat (run and wait time, ns; their runs), name and cgroup, as
+/// `path:line` from one grep, so that the sample takes the CPU for a few
+/// processes' start, not one for each thread (beside gangs a shell loop
+/// ran as ordinary work and outlasted the rings).
+const JOB_THREADS: &str = "{ grep -l job_ /proc/[0-9]*/task/*/cgroup; grep -l ksoftirqd /proc/[0-9]*/task/*/comm; } 2>/dev/null | sed 's,/[a-z]*$,,' | sed 's,$,/schedstat,;p;s,schedstat$,comm,;p;s,comm$,cgroup,' | xargs grep -H . 2>/dev/null";
 
 /// Run `jobs` MPI jobs with their rings started at one moment; the span
 /// from the first ring's start to the last one's end (rank 0 of each is
