@@ -599,14 +599,17 @@ fn multi_node_gang_jobs_run_in_their_row_on_both_nodes() {
         trace::percentile(&mut skews.clone(), 99),
         skews.iter().copied().fold(0.0, f64::max),
     );
+    // The fair ideal of the different mixes: n2 holds three jobs, each its
+    // third, so three times one job alone where `ideal` is twice.
+    const TO_FAIR: f64 = 2.0 / 3.0;
     let vs_ideal = if no_rows.is_nan() {
         format!("makespan {both:.2} s (the ideal, without rows and EEVDF not run: --baselines)")
     } else {
         format!(
             "makespan vs ideal (2x the faster of one job alone under each, same boot) scx_linger with rows {rows_ratio:.2}x, without rows {no_rows:.2}x, EEVDF {eevdf:.2}x; vs the fair ideal (n2 holds three jobs, each its third: 3x the faster alone) with rows {:.2}x, without rows {:.2}x, EEVDF {:.2}x; the same two jobs on otherwise quiet nodes with rows {:.2}x; one job alone on quiet nodes {alone:.2} s (EEVDF {alone_eevdf:.2} s)",
-            rows_ratio * 2.0 / 3.0,
-            no_rows * 2.0 / 3.0,
-            eevdf * 2.0 / 3.0,
+            rows_ratio * TO_FAIR,
+            no_rows * TO_FAIR,
+            eevdf * TO_FAIR,
             same / ideal
         )
     };

@@ -70,9 +70,9 @@ fn submit(go: &Path) -> u64 {
 /// Every thread of a Slurm job's cgroups, and the kernel's softirq
 /// threads (the network's receive work the ranks wait on): their
 /// schedstat (run and wait time, ns; their runs), name and cgroup, as
-/// `path:line` from one grep, so that the sample takes the CPU for a few
-/// processes' start, not one for each thread (beside gangs a shell loop
-/// ran as ordinary work and outlasted the rings).
+/// `path:line` from one grep: the sample runs as ordinary work beside the
+/// gangs, so it starts a few processes, not one for each thread, which
+/// would outlast the rings it samples.
 const JOB_THREADS: &str = "{ grep -l job_ /proc/[0-9]*/task/*/cgroup; grep -l ksoftirqd /proc/[0-9]*/task/*/comm; } 2>/dev/null | sed 's,/[a-z]*$,,' | sed 's,$,/schedstat,;p;s,schedstat$,comm,;p;s,comm$,cgroup,' | xargs grep -H . 2>/dev/null";
 
 /// Run `jobs` MPI jobs with their rings started at one moment; the span
