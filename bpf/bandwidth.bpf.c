@@ -285,10 +285,10 @@ __noinline u64 bw_left(const struct task_struct *p __arg_trusted,
 	return left;
 }
 
-__hidden void bw_charge(const struct task_struct *p, struct task_ctx *tctx,
-			u64 ran, u64 now)
+__hidden void bw_charge_limits(const struct task_struct *p, struct task_ctx *tctx,
+			       u64 ran, u64 now)
 {
-	if (bw_none() || !tctx || !ran || !limited_cgroups(p, &tctx->bw))
+	if (!tctx || !ran || !limited_cgroups(p, &tctx->bw))
 		return;
 	bw_charge_to(&tctx->bw, ran, now);
 }
@@ -314,12 +314,12 @@ static void release_no_later_than(u64 at, u64 now)
 		bpf_timer_start(&t->timer, at > now ? at - now : 0, 0);
 }
 
-__hidden bool bw_hold(struct task_struct *p, struct task_ctx *tctx,
-		      u64 enq_flags, u64 now)
+__hidden bool bw_hold_spent(struct task_struct *p, struct task_ctx *tctx,
+			    u64 enq_flags, u64 now)
 {
 	u64 until;
 
-	if (bw_none() || (p->flags & PF_KTHREAD) || task_dying(p) ||
+	if ((p->flags & PF_KTHREAD) || task_dying(p) ||
 	    is_migration_disabled(p))
 		return false;
 	if (bw_left(p, tctx, now, &until))

@@ -31,12 +31,6 @@ void bw_note_move(struct task_ctx *tctx);
  */
 u64 bw_left(const struct task_struct *p __arg_trusted, struct task_ctx *tctx, u64 now,
 	    u64 *until);
-/* enqueue(): hold @p back until its next period if it used its quota. */
-bool bw_hold(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags,
-	     u64 now);
-/* stopping() and keep_running(): charge @ran ns to @p's limited cgroups. */
-void bw_charge(const struct task_struct *p, struct task_ctx *tctx, u64 ran,
-	       u64 now);
 /*
  * dispatch() (reclassify.bpf.c): true if held tasks may be due now; the
  * caller then looks at each, and reports each one still held, which may
@@ -47,10 +41,34 @@ int bw_release_done(u64 next, u64 now);
 /* init(): the release timer. */
 s32 bw_timer_init(void);
 
-/* No cgroup on the node has a limit: every check above is this one load. */
+/*
+ * No cgroup on the node has a limit: every check here is this one load,
+ * inlined where the ops call in at every wake-up and switch (a call cost
+ * more than the load: the profile, bench/README.md).
+ */
 static __always_inline bool bw_none(void)
 {
 	return !bw_nr_limits;
+}
+
+bool bw_hold_spent(struct task_struct *p, struct task_ctx *tctx, u64 enq_flags,
+		   u64 now);
+void bw_charge_limits(const struct task_struct *p, struct task_ctx *tctx, u64 ran,
+		      u64 now);
+
+/* enqueue(): hold @p back until its next period if it used its quota. */
+static __always_inline bool bw_hold(struct task_struct *p, struct task_ctx *tctx,
+				    u64 enq_flags, u64 now)
+{
+	return !bw_none() && bw_hold_spent(p, tctx, enq_flags, now);
+}
+
+/* stopping() and keep_running(): charge @ran ns to @p's limited cgroups. */
+static __always_inline void bw_charge(const struct task_struct *p,
+				      struct task_ctx *tctx, u64 ran, u64 now)
+{
+	if (!bw_none() && ran)
+		bw_charge_limits(p, tctx, ran, now);
 }
 
 #endif /* __SCX_LINGER_BANDWIDTH_BPF_H */

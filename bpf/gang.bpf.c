@@ -90,23 +90,6 @@ __hidden struct linger_gang_table *lookup_gang_table(void)
 }
 
 /*
- * The gang @tctx's task must be scheduled as: its gang (a gang ref) if
- * that gang has a slot, else LINGER_GANG_NONE (not in a gang, or its gang
- * runs as ordinary work).
- */
-__hidden u32 sched_gang(const struct task_ctx *tctx)
-{
-	u32 g;
-
-	if (!tctx || tctx->cls.gang == LINGER_GANG_NONE)
-		return LINGER_GANG_NONE;
-	g = gang_of_ref(tctx->cls.gang);
-	if (g >= LINGER_MAX_GANGS)
-		return LINGER_GANG_NONE;
-	return tier_scheduled(tctx->cls.tier) & gang_bit(g) ? gang_ref(g) : LINGER_GANG_NONE;
-}
-
-/*
  * Admission: which gangs of a tier may run now. The slot's lead gang
  * always may, even alone too big for its CPUs (its members then take
  * turns, and the slot counts as a partial start). Then the gangs without
@@ -140,9 +123,9 @@ u32 admit_fill_primary, admit_fill_guest;
  * generation; it lasts until the next bump, at the latest the next slot
  * boundary, and costs at most a gang admitted or kept out for that long.
  */
-static u64 admit_gen = 1;
-static u64 admit_cache_gen[LINGER_NR_TIERS];
-static u64 admit_cache[LINGER_NR_TIERS];
+u64 admit_gen = 1;
+u64 admit_cache_gen[LINGER_NR_TIERS];
+u64 admit_cache[LINGER_NR_TIERS];
 
 __hidden void admission_changed(void)
 {
@@ -182,14 +165,13 @@ __noinline int gang_place_homes(u64 admitted)
 /*
  * A global function, verified once on its own: its loops would otherwise
  * be re-verified inside every caller's (gang_make_room() walks the CPUs).
+ * Called only when the cache is stale (gang.bpf.h: gang_admitted()).
  */
-__noinline u64 gang_admitted(u32 tier)
+__noinline u64 gang_admit_afresh(u32 tier)
 {
 	u32 t = tier & 1;
 	u64 gen = admit_gen, mask;
 
-	if (admit_cache_gen[t] == gen)
-		return admit_cache[t];
 	mask = gang_admit(t);
 	gang_place_homes(mask);
 	admit_cache[t] = mask;

@@ -103,10 +103,43 @@ static __always_inline struct gang_slot *lookup_gang_slot(u32 g)
 }
 
 /* gang.bpf.c: state and admission. */
-u32 sched_gang(const struct task_ctx *tctx);
+/*
+ * The gang @tctx's task must be scheduled as: its gang (a gang ref) if
+ * that gang has a slot, else LINGER_GANG_NONE (not in a gang, or its gang
+ * runs as ordinary work). Inlined, as the cached admission below: every
+ * op asks, several times per wake-up, and the answer is a few loads where
+ * a BPF-to-BPF call costs more than that (the profile, bench/README.md).
+ */
+static __always_inline u32 sched_gang(const struct task_ctx *tctx)
+{
+	u32 g;
+
+	if (!tctx || tctx->cls.gang == LINGER_GANG_NONE)
+		return LINGER_GANG_NONE;
+	g = gang_of_ref(tctx->cls.gang);
+	if (g >= LINGER_MAX_GANGS)
+		return LINGER_GANG_NONE;
+	return tier_scheduled(tctx->cls.tier) & gang_bit(g) ? gang_ref(g) : LINGER_GANG_NONE;
+}
 struct linger_gang_table *lookup_gang_table(void);
 void admission_changed(void);
-u64 gang_admitted(u32 tier);
+/*
+ * Admission's answer for @tier, a mask of gangs, cached per tier (gang.bpf.c
+ * says when it is stale): asked several times per dispatch.
+ */
+extern u64 admit_gen;
+extern u64 admit_cache_gen[LINGER_NR_TIERS];
+extern u64 admit_cache[LINGER_NR_TIERS];
+u64 gang_admit_afresh(u32 tier);
+
+static __always_inline u64 gang_admitted(u32 tier)
+{
+	u32 t = tier & 1;
+
+	if (admit_cache_gen[t] == admit_gen)
+		return admit_cache[t];
+	return gang_admit_afresh(t);
+}
 bool gang_may_run(u32 tier, u32 g);
 /* Gang @g's home LLC (see gang.bpf.c), or LINGER_NO_HOME. */
 u32 gang_home_of(u32 g);
@@ -115,31 +148,5 @@ bool waits_for_slot(const struct task_ctx *tctx);
 /* gang_clock.bpf.c: the slot clock. */
 s32 gang_timer_init(void);
 void gang_note_start(struct task_ctx *tctx, u32 g, u64 now);
-
-/* gang_run.bpf.c: members on CPUs. */
-u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc);
-/* A member of a gang, if @tctx's task is one, is displaced by a higher class. */
-void gang_note_displaced(const struct task_ctx *tctx);
-void gang_enqueue(struct task_struct *p, struct task_ctx *tctx, u32 gang, u64 enq_flags);
-bool gang_send_home(struct task_struct *p __arg_trusted, const struct task_ctx *tctx,
-		    s32 cpu, u64 now);
-bool gang_swap_enqueue(struct task_struct *p, const struct task_ctx *tctx, u64 enq_flags);
-/* What gang_dispatch() did with the CPU. */
-enum gang_dispatch {
-	GANG_NOTHING,		/* no member for it: the caller goes on */
-	GANG_DISPATCHED,	/* a waiting member moves here */
-	GANG_KEEP_PREV,		/* prev, a member, keeps it: the caller refills it */
-};
-enum gang_dispatch gang_dispatch(u32 tier, s32 cpu, struct task_struct *prev,
-				 struct task_ctx *ptctx, u64 now);
-u64 guest_gangs_queued(void);
-bool guard_grant_guest_gang(void);
-void gang_count_runnable(struct task_ctx *tctx);
-void gang_uncount_runnable(struct task_ctx *tctx);
-void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now);
-void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran);
-void gang_note_stopping(s32 cpu);
-void gang_cpu_dispatching(s32 cpu);
-void gang_cpu_released(s32 cpu, bool released);
 
 #endif /* __SCX_LINGER_GANG_BPF_H */

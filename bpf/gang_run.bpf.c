@@ -6,6 +6,7 @@
  */
 #include "account.bpf.h"
 #include "gang.bpf.h"
+#include "gang_run.bpf.h"
 #include "llc.bpf.h"
 #include "preempt.bpf.h"
 #include "stats.bpf.h"
@@ -429,17 +430,15 @@ __hidden bool guard_grant_guest_gang(void)
 }
 
 /*
- * How many members of each gang want a CPU: counted from runnable() to
- * quiescent(). A task's gang can change while it stays runnable (its
- * cgroup was labelled, or it moved), so enqueue() and running() re-sync
- * the count too: a spinning thread may never pass runnable() again.
+ * The count moves to the task's gang now (gang.bpf.h). A task's gang can
+ * change while it stays runnable (its cgroup was labelled, or it moved),
+ * so enqueue() and running() re-sync the count too: a spinning thread
+ * may never pass runnable() again.
  */
-__hidden void gang_count_runnable(struct task_ctx *tctx)
+__hidden void gang_recount_runnable(struct task_ctx *tctx)
 {
 	struct linger_gang_stats *st;
 
-	if (tctx->gang.counted == tctx->cls.gang)
-		return;
 	gang_uncount_runnable(tctx);
 	if (tctx->cls.gang == LINGER_GANG_NONE)
 		return;
@@ -451,12 +450,10 @@ __hidden void gang_count_runnable(struct task_ctx *tctx)
 	admission_changed();
 }
 
-__hidden void gang_uncount_runnable(struct task_ctx *tctx)
+__hidden void gang_uncount_counted(struct task_ctx *tctx)
 {
 	struct linger_gang_stats *st;
 
-	if (tctx->gang.counted == LINGER_GANG_NONE)
-		return;
 	st = lookup_gang_stats(gang_of_ref(tctx->gang.counted));
 	tctx->gang.counted = LINGER_GANG_NONE;
 	if (st) {
@@ -499,15 +496,13 @@ __hidden void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now)
  * during a primary gang slot, to the slot's gangs as back-fill: the
  * capacity the gap would otherwise have wasted.
  */
-__hidden void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran)
+__hidden void gang_charge_ran(s32 cpu, struct task_ctx *tctx, u64 ran)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	struct linger_gang_stats *st;
 	u64 mask = active_primary;
 	u32 g;
 
-	if (!ran)
-		return;
 	if (tctx && tctx->cls.gang != LINGER_GANG_NONE) {
 		st = lookup_gang_stats(gang_of_ref(tctx->cls.gang));
 		if (st)
@@ -525,30 +520,3 @@ __hidden void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran)
 	}
 }
 
-/* stopping(), after gang_charge_run(): the CPU no longer runs a member. */
-__hidden void gang_note_stopping(s32 cpu)
-{
-	struct cpu_gang *cg = lookup_cpu_gang(cpu);
-
-	if (cg && cg->running)
-		cg->running = 0;
-}
-
-/* dispatch() begins: a reservation on this CPU has served its purpose. */
-__hidden void gang_cpu_dispatching(s32 cpu)
-{
-	struct cpu_gang *cg = lookup_cpu_gang(cpu);
-
-	if (cg && (cg->reserved || cg->released)) {
-		cg->reserved = 0;
-		cg->released = false;
-	}
-}
-
-__hidden void gang_cpu_released(s32 cpu, bool released)
-{
-	struct cpu_gang *cg = lookup_cpu_gang(cpu);
-
-	if (cg)
-		cg->released = released;
-}

@@ -69,6 +69,7 @@
  */
 #include "ctx.bpf.h"
 #include "gang.bpf.h"
+#include "gang_run.bpf.h"
 #include "guard.bpf.h"
 #include "llc.bpf.h"
 #include "stats.bpf.h"
@@ -148,12 +149,6 @@ __hidden bool guard_due(struct cpu_ctx *cctx, u64 now)
 	interval = guard_interval(nr);
 	return now - guest_dsq_last_move >= interval &&
 	       now - cctx->guard.last_grant >= interval;
-}
-
-__hidden void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now)
-{
-	if (tctx)
-		tctx->guard.ready_at = waits ? now : 0;
 }
 
 /* When a CPU last looked for overdue tasks, per tier. */

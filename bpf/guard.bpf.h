@@ -7,10 +7,7 @@
 #ifndef __SCX_LINGER_GUARD_BPF_H
 #define __SCX_LINGER_GUARD_BPF_H
 
-#include "linger.bpf.h"
-
-struct cpu_ctx;
-struct task_ctx;
+#include "ctx.bpf.h"
 
 /* A guest left the guest DSQ at @now (any CPU, any reason). */
 void guard_note_guest_dispatch(u64 now);
@@ -20,8 +17,16 @@ void guard_note_guest_queued(u64 vtime, u32 llc);
 void guard_send_to_back(struct task_struct *p, struct task_ctx *tctx);
 /* Should this CPU hand the head of the guest queues a grant now? */
 bool guard_due(struct cpu_ctx *cctx, u64 now);
-/* runnable(), running() and stopping(): from @now it waits (@waits), or not. */
-void guard_note_waiting(struct task_ctx *tctx, bool waits, u64 now);
+/*
+ * runnable(), running() and stopping(): from @now it waits (@waits), or
+ * not. Inlined: one store, at every op of a switch.
+ */
+static __always_inline void guard_note_waiting(struct task_ctx *tctx, bool waits,
+					       u64 now)
+{
+	if (tctx)
+		tctx->guard.ready_at = waits ? now : 0;
+}
 /* dispatch(): run @tier's tasks that waited too long on @cpu; true if any. */
 bool guard_rescue_overdue(u32 tier, s32 cpu, u64 now);
 

@@ -10,7 +10,10 @@
  * them in their caller's context, like static functions, rather than on
  * their own; those with a loop, or called inside one, are global
  * (__noinline) and verified once (see "Verifier budget" in DEVELOPING.md).
- * Maps never cross: a
+ * What the ops ask at every wake-up or switch and is a few loads (or a
+ * test that mostly finds nothing to do) is a static inline in its unit's
+ * header instead: a BPF-to-BPF call costs more than that (the profile in
+ * bench/README.md). Maps never cross: a
  * map is its unit's, and other units reach it through that unit's
  * functions.
  */

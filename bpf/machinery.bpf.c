@@ -156,22 +156,11 @@ __hidden bool machinery_tick(s32 cpu)
 			     machinery_slice_ns) >= MACHINERY_MIN_TURN_NS;
 }
 
-__hidden void machinery_dispatching(s32 cpu)
-{
-	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
-
-	if (cctx && cctx->mach.waiting)
-		cctx->mach.waiting = false;
-}
-
-__hidden void machinery_charge(struct task_ctx *tctx, s32 cpu, u64 ran)
+__hidden void machinery_charge_turn(struct task_ctx *tctx, s32 cpu, u64 ran)
 {
 	struct cpu_ctx *cctx;
 	u64 now, clock;
 
-	/* Only a run it was placed for: the rest took no member's CPU. */
-	if (!tctx || !tctx->mach.placed)
-		return;
 	tctx->mach.placed = false;
 	cctx = lookup_cpu_ctx(cpu);
 	if (!cctx)

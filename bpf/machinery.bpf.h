@@ -8,9 +8,7 @@
 #ifndef __SCX_LINGER_MACHINERY_BPF_H
 #define __SCX_LINGER_MACHINERY_BPF_H
 
-#include "linger.bpf.h"
-
-struct task_ctx;
+#include "ctx.bpf.h"
 
 /*
  * enqueue(): machinery task @tctx woke (@enq_flags) on @cpu: the slice it
@@ -26,9 +24,30 @@ s32 machinery_pick(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu);
 s32 machinery_scan(struct task_struct *p, struct task_ctx *tctx, s32 prev_cpu);
 /* tick(): machinery waits for @cpu and its budget holds: end the run. */
 bool machinery_tick(s32 cpu);
-/* dispatch(): @cpu's local DSQ is empty: no machinery waits there. */
-void machinery_dispatching(s32 cpu);
-/* A slice of @tctx's task ended on @cpu after @ran ns: charge a placed one. */
-void machinery_charge(struct task_ctx *tctx, s32 cpu, u64 ran);
+/*
+ * dispatch(): @cpu's local DSQ is empty: no machinery waits there. Inlined,
+ * as the test below: every dispatch() and every slice's end passes, and a
+ * BPF-to-BPF call cost more than the test (the profile, bench/README.md).
+ */
+static __always_inline void machinery_dispatching(s32 cpu)
+{
+	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
+
+	if (cctx && cctx->mach.waiting)
+		cctx->mach.waiting = false;
+}
+
+void machinery_charge_turn(struct task_ctx *tctx, s32 cpu, u64 ran);
+
+/*
+ * A slice of @tctx's task ended on @cpu after @ran ns: charge it to the
+ * CPU's budget if it was placed there as machinery; the rest took no
+ * member's CPU.
+ */
+static __always_inline void machinery_charge(struct task_ctx *tctx, s32 cpu, u64 ran)
+{
+	if (tctx && tctx->mach.placed)
+		machinery_charge_turn(tctx, cpu, ran);
+}
 
 #endif /* __SCX_LINGER_MACHINERY_BPF_H */

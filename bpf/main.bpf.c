@@ -29,6 +29,7 @@
 #include "bandwidth.bpf.h"
 #include "classify.bpf.h"
 #include "gang.bpf.h"
+#include "gang_run.bpf.h"
 #include "guard.bpf.h"
 #include "llc.bpf.h"
 #include "machinery.bpf.h"
@@ -496,7 +497,7 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
 	u64 now = scx_bpf_now(), relief;
-	bool granted = false;
+	bool granted;
 
 	if (cctx) {
 		if (tier == LINGER_TIER_GUEST && cctx->guard.grant_pending && tctx) {
@@ -508,9 +509,8 @@ void BPF_STRUCT_OPS(linger_running, struct task_struct *p)
 	relief = relief_running(tier, now);
 	if (relief)
 		p->scx.slice = relief;
-	if (tctx)
-		granted = tctx->guard.granted;
-	start_slice(p, tctx, cpu, p->scx.slice, granted);
+	start_slice(p, tctx, cpu, p->scx.slice, now);
+	granted = tctx && tctx->guard.granted;
 	if (tier == LINGER_TIER_GUEST && !granted)
 		guest_start_recheck(cpu);
 	account_running(tctx, now);

@@ -28,6 +28,7 @@
 #include "bandwidth.bpf.h"
 #include "classify.bpf.h"
 #include "gang.bpf.h"
+#include "gang_run.bpf.h"
 #include "llc.bpf.h"
 #include "preempt.bpf.h"
 #include "reclassify.bpf.h"

@@ -176,8 +176,11 @@ __hidden void relief_kick(const struct task_struct *p, const struct task_ctx *tc
 	relief_kick_cpu(scx_bpf_task_cpu(p), relief_need(tctx), scx_bpf_now());
 }
 
-/* Global, with scalars only: verified once, beside running()'s paths. */
-__noinline u64 relief_running(u32 tier, u64 now)
+/*
+ * Global, with scalars only: verified once, beside running()'s paths.
+ * Called with a turn pending (relief.bpf.h: relief_running()).
+ */
+__noinline u64 relief_turn_running(u32 tier, u64 now)
 {
 	struct cpu_ctx *cctx = lookup_this_cpu_ctx();
 
@@ -194,8 +197,11 @@ __noinline u64 relief_running(u32 tier, u64 now)
 	return 0;
 }
 
-/* Global, with scalars only: verified once, not in every slice's end. */
-__noinline int relief_charge(u64 ran)
+/*
+ * Global, with scalars only: verified once, not in every slice's end.
+ * Called with a turn granted (relief.bpf.h: relief_charge()).
+ */
+__noinline int relief_turn_charge(u64 ran)
 {
 	struct cpu_ctx *cctx = lookup_this_cpu_ctx();
 	u64 grant;

@@ -7,9 +7,7 @@
 #ifndef __SCX_LINGER_RELIEF_BPF_H
 #define __SCX_LINGER_RELIEF_BPF_H
 
-#include "linger.bpf.h"
-
-struct task_ctx;
+#include "ctx.bpf.h"
 
 /*
  * dispatch(), outside the open phase: ordinary primary work waits and
@@ -23,12 +21,29 @@ bool relief_dispatch(u64 now);
  */
 void relief_kick(const struct task_struct *p, const struct task_ctx *tctx,
 		 u64 enq_flags);
+u64 relief_turn_running(u32 tier, u64 now);
+int relief_turn_charge(u64 ran);
+
 /*
  * running(): a task of @tier starts on this CPU: the slice of the relief
- * turn it begins, or 0 if it begins none.
+ * turn it begins, or 0 if it begins none. This and relief_charge() run at
+ * every switch and mostly find no turn: the test is inlined, a call cost
+ * more (the profile, bench/README.md).
  */
-u64 relief_running(u32 tier, u64 now);
+static __always_inline u64 relief_running(u32 tier, u64 now)
+{
+	struct cpu_ctx *cctx = lookup_this_cpu_ctx();
+
+	return cctx && cctx->relief.pending ? relief_turn_running(tier, now) : 0;
+}
+
 /* A slice on this CPU ended after @ran ns: settle its turn, if one. */
-int relief_charge(u64 ran);
+static __always_inline void relief_charge(u64 ran)
+{
+	struct cpu_ctx *cctx = lookup_this_cpu_ctx();
+
+	if (cctx && cctx->relief.grant && !cctx->relief.pending)
+		relief_turn_charge(ran);
+}
 
 #endif /* __SCX_LINGER_RELIEF_BPF_H */

@@ -7,6 +7,7 @@
 #include "account.bpf.h"
 #include "bandwidth.bpf.h"
 #include "gang.bpf.h"
+#include "gang_run.bpf.h"
 #include "machinery.bpf.h"
 #include "preempt.bpf.h"
 #include "relief.bpf.h"
@@ -51,13 +52,14 @@ __hidden void charge_slice(struct task_struct *p, struct task_ctx *tctx,
  * preemption and SMT rules; and the tier clock follows its vtime
  * (vtime.bpf.c), a kept task's too, else a task kept for seconds would
  * leave the clock behind and every newcomer that far ahead of it; and
- * what the preemption rule compares wakers with (wakeup.bpf.c).
- * @granted: a guard grant, which no primary may preempt.
+ * what the preemption rule compares wakers with (wakeup.bpf.c). A slice
+ * on a guard grant (tctx->guard.granted) is one no primary may preempt.
  */
 __hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
-			  u64 slice, bool granted)
+			  u64 slice, u64 now)
 {
 	u32 tier = tctx ? tctx->cls.tier : LINGER_TIER_PRIMARY;
+	bool granted = tctx && tctx->guard.granted;
 
 	p->scx.slice = weighted_slice(p, tctx, slice);
 	/*
@@ -66,7 +68,7 @@ __hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 	 * holds it; a kept one is enqueued by the kernel instead of kept.
 	 */
 	if (!bw_none()) {
-		u64 left = bw_left(p, tctx, scx_bpf_now(), NULL);
+		u64 left = bw_left(p, tctx, now, NULL);
 
 		if (left < p->scx.slice)
 			p->scx.slice = left;
@@ -77,7 +79,7 @@ __hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST && !granted);
 	smt_note_cpu(cpu, tier == LINGER_TIER_PRIMARY);
 	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE, cpu);
-	wakeup_note_start(p, tctx, cpu);
+	wakeup_note_start(p, tctx, cpu, now);
 }
 
 /*
@@ -97,7 +99,7 @@ __noinline int keep_running(struct task_struct *prev __arg_trusted,
 	/* A guard grant is one slice. */
 	if (tctx)
 		tctx->guard.granted = false;
-	start_slice(prev, tctx, cpu, tier_slice(tier), false);
+	start_slice(prev, tctx, cpu, tier_slice(tier), now);
 	stat_inc(LINGER_STAT_KEEP_PREV);
 	return 0;
 }

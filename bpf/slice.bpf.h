@@ -13,9 +13,9 @@ struct task_ctx;
 /* A slice of @p ended after @ran ns: charge every budget it counts in. */
 void charge_slice(struct task_struct *p, struct task_ctx *tctx, u64 ran,
 		  u64 now, bool refresh);
-/* A slice of @slice ns (before weighting) begins for @p on @cpu. */
+/* A slice of @slice ns (before weighting) begins for @p on @cpu at @now. */
 void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
-		 u64 slice, bool granted);
+		 u64 slice, u64 now);
 /* dispatch(): @prev, still runnable, runs another slice on @cpu. */
 int keep_running(struct task_struct *prev __arg_trusted, struct task_ctx *tctx,
 		 s32 cpu);

@@ -32,6 +32,7 @@
  * under share, this costs one rodata test per call and no map lookup.
  */
 #include "gang.bpf.h"
+#include "gang_run.bpf.h"
 #include "llc.bpf.h"
 #include "preempt.bpf.h"
 #include "smt.bpf.h"

@@ -75,16 +75,6 @@ static u64 rebased(u64 vtime, u32 tier, u32 from, u32 to)
 }
 
 /*
- * Primaries run long slices (primary_slice_ns, main.bpf.c says why);
- * guests shorter ones, which bound nothing for primaries: a guest is
- * kicked off the moment a primary wants its CPU.
- */
-__hidden u64 tier_slice(u32 tier)
-{
-	return tier == LINGER_TIER_GUEST ? guest_slice_ns : primary_slice_ns;
-}
-
-/*
  * Where a task arriving at @tier's queue on @llc stands, with a request
  * of @req in vtime: its vtime @credit behind the tier's clock, but its
  * key never behind the queue's head (pure.h: arrival_vtime() says why).
@@ -173,18 +163,6 @@ __hidden u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx,
 			   u64 ran, bool refresh)
 {
 	return p->scx.dsq_vtime + ran * 100 / task_weight(p, tctx, refresh);
-}
-
-__hidden u64 task_usual_run(const struct task_ctx *tctx)
-{
-	return tctx->vt.avg_burst > tctx->vt.burst ? tctx->vt.avg_burst :
-						    tctx->vt.burst;
-}
-
-__hidden u64 task_request_ns(const struct task_ctx *tctx)
-{
-	return request_ns(tctx->vt.avg_burst, tctx->vt.burst,
-			  tier_slice(tctx->cls.tier));
 }
 
 /*

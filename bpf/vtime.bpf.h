@@ -6,12 +6,21 @@
 #ifndef __SCX_LINGER_VTIME_BPF_H
 #define __SCX_LINGER_VTIME_BPF_H
 
-#include "linger.bpf.h"
+#include "ctx.bpf.h"
 
-struct task_ctx;
+/*
+ * The slice a task of @tier runs. Primaries run long slices
+ * (primary_slice_ns, tunables.bpf.c says why); guests shorter ones, which
+ * bound nothing for primaries: a guest is kicked off the moment a primary
+ * wants its CPU. This and the two below are inlined: each is a few loads
+ * that a wake-up asks for several times, and a BPF-to-BPF call cost more
+ * (the profile, bench/README.md).
+ */
+static __always_inline u64 tier_slice(u32 tier)
+{
+	return tier == LINGER_TIER_GUEST ? guest_slice_ns : primary_slice_ns;
+}
 
-/* The slice a task of @tier runs. */
-u64 tier_slice(u32 tier);
 /* The vtime @p queues with in @tier's DSQ on LLC @llc. */
 u64 task_queue_vtime(const struct task_struct *p __arg_trusted, struct task_ctx *tctx,
 		     u32 tier, u32 llc);
@@ -24,9 +33,18 @@ u64 charged_vtime(struct task_struct *p, struct task_ctx *tctx, u64 ran,
 void vtime_charge(struct task_struct *p, struct task_ctx *tctx, u64 ran,
 		  bool refresh);
 /* @tctx's task's usual run: the larger of its average and current burst. */
-u64 task_usual_run(const struct task_ctx *tctx);
+static __always_inline u64 task_usual_run(const struct task_ctx *tctx)
+{
+	return tctx->vt.avg_burst > tctx->vt.burst ? tctx->vt.avg_burst :
+						    tctx->vt.burst;
+}
+
 /* Its request, ns: its usual run within its bounds (pure.h: request_ns()). */
-u64 task_request_ns(const struct task_ctx *tctx);
+static __always_inline u64 task_request_ns(const struct task_ctx *tctx)
+{
+	return request_ns(tctx->vt.avg_burst, tctx->vt.burst,
+			  tier_slice(tctx->cls.tier));
+}
 /* Does a primary waiting on any LLC come before key @vtime on @cpu's LLC? */
 bool primary_waits_before(s32 cpu, u64 vtime);
 /* runnable(): a new request, and a waking task banks at most one slice. */

@@ -60,17 +60,6 @@
 #include "wakeup.bpf.h"
 #include "weight.bpf.h"
 
-/*
- * What runs on @cpu (ctx.bpf.h: struct wakeup_cpu): written by that CPU,
- * read by wakers elsewhere.
- */
-static __always_inline struct wakeup_cpu *lookup_wakeup_cpu(s32 cpu)
-{
-	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
-
-	return cctx ? &cctx->wk : NULL;
-}
-
 __hidden void wakeup_note_jump(struct task_ctx *tctx)
 {
 	if (tctx)
@@ -137,7 +126,7 @@ static bool head_comes_first(s32 cpu, const struct wakeup_cpu *wc, u64 ran)
 }
 
 __hidden void wakeup_note_start(struct task_struct *p, struct task_ctx *tctx,
-				s32 cpu)
+				s32 cpu, u64 now)
 {
 	struct wakeup_cpu *wc = lookup_wakeup_cpu(cpu);
 
@@ -162,7 +151,7 @@ __hidden void wakeup_note_start(struct task_struct *p, struct task_ctx *tctx,
 	wc->key = p->scx.dsq_vtime;
 	wc->req = task_request_ns(tctx);
 	wc->weight = task_weight(p, tctx, false) ?: 1;
-	wc->started = scx_bpf_now() ?: 1;
+	wc->started = now ?: 1;
 	if (!tctx->wk.jumped)
 		return;
 	tctx->wk.jumped = false;
@@ -170,14 +159,6 @@ __hidden void wakeup_note_start(struct task_struct *p, struct task_ctx *tctx,
 		stat_inc(LINGER_STAT_QUEUE_PREEMPT);
 		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	}
-}
-
-__hidden void wakeup_note_stopping(s32 cpu)
-{
-	struct wakeup_cpu *wc = lookup_wakeup_cpu(cpu);
-
-	if (wc)
-		wc->started = 0;
 }
 
 __hidden bool wakeup_preempts(struct task_struct *p, struct task_ctx *tctx)

@@ -36,7 +36,7 @@ struct {
 } cgrp_ctxs SEC(".maps");
 
 /* Bumped whenever some cgroup's weight changes. */
-static u64 weight_gen = 1;
+u64 weight_gen = 1;
 
 static u32 cgroup_weight(struct cgroup *cgrp)
 {
@@ -55,26 +55,16 @@ __hidden void set_cgroup_weight(struct cgroup *cgrp, u32 weight)
 	__sync_fetch_and_add(&weight_gen, 1);
 }
 
-/* nice weight x cgroup weight / 100 (see weight.bpf.h for @refresh). */
-__hidden u64 task_weight(struct task_struct *p, struct task_ctx *tctx, bool refresh)
+/* The slow part of task_weight() (weight.bpf.h): its cgroup's weight changed. */
+__hidden void weight_refresh(struct task_struct *p, struct task_ctx *tctx)
 {
-	u64 w = p->scx.weight;
+	struct cgroup *cgrp = scx_bpf_task_cgroup(p);
 
-	if ((p->flags & PF_KTHREAD) && w < 100)
-		w = 100;
-	if (!tctx)
-		return w ? w : 1;
-	if (refresh && tctx->wt.gen != weight_gen) {
-		struct cgroup *cgrp = scx_bpf_task_cgroup(p);
-
-		if (cgrp) {
-			tctx->wt.cgw = cgroup_weight(cgrp);
-			bpf_cgroup_release(cgrp);
-		}
-		tctx->wt.gen = weight_gen;
+	if (cgrp) {
+		tctx->wt.cgw = cgroup_weight(cgrp);
+		bpf_cgroup_release(cgrp);
 	}
-	w = w * (tctx->wt.cgw ? tctx->wt.cgw : 100) / 100;
-	return w ? w : 1;
+	tctx->wt.gen = weight_gen;
 }
 
 __hidden void weight_note_move(struct task_ctx *tctx, struct cgroup *cgrp)

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * gang_run.bpf.h - gang members on CPUs: their queues, their placement,
+ * and the per-CPU and per-gang bookkeeping the ops do at every switch.
+ * Design: gang.bpf.c (the whole of gangs) and gang_run.bpf.c.
+ */
+#ifndef __SCX_LINGER_GANG_RUN_BPF_H
+#define __SCX_LINGER_GANG_RUN_BPF_H
+
+#include "gang.bpf.h"
+
+u64 task_dsq(const struct task_ctx *tctx, u32 tier, u32 llc);
+/* A member of a gang, if @tctx's task is one, is displaced by a higher class. */
+void gang_note_displaced(const struct task_ctx *tctx);
+void gang_enqueue(struct task_struct *p, struct task_ctx *tctx, u32 gang, u64 enq_flags);
+bool gang_send_home(struct task_struct *p __arg_trusted, const struct task_ctx *tctx,
+		    s32 cpu, u64 now);
+bool gang_swap_enqueue(struct task_struct *p, const struct task_ctx *tctx, u64 enq_flags);
+/* What gang_dispatch() did with the CPU. */
+enum gang_dispatch {
+	GANG_NOTHING,		/* no member for it: the caller goes on */
+	GANG_DISPATCHED,	/* a waiting member moves here */
+	GANG_KEEP_PREV,		/* prev, a member, keeps it: the caller refills it */
+};
+enum gang_dispatch gang_dispatch(u32 tier, s32 cpu, struct task_struct *prev,
+				 struct task_ctx *ptctx, u64 now);
+u64 guest_gangs_queued(void);
+bool guard_grant_guest_gang(void);
+void gang_note_running(s32 cpu, struct task_ctx *tctx, u64 now);
+
+/*
+ * The ops' bookkeeping below runs at every wake-up or switch, on every
+ * node, gangs or not, and mostly finds nothing to do: the test is
+ * inlined, and only a change calls into gang_run.bpf.c (a BPF-to-BPF call
+ * cost more than the test, the profile in bench/README.md).
+ */
+void gang_recount_runnable(struct task_ctx *tctx);
+void gang_uncount_counted(struct task_ctx *tctx);
+void gang_charge_ran(s32 cpu, struct task_ctx *tctx, u64 ran);
+
+/*
+ * How many members of each gang want a CPU: counted from runnable() to
+ * quiescent() (gang_run.bpf.c), and re-synced by enqueue() and running(),
+ * for a task whose gang changed while it stayed runnable.
+ */
+static __always_inline void gang_count_runnable(struct task_ctx *tctx)
+{
+	if (tctx->gang.counted != tctx->cls.gang)
+		gang_recount_runnable(tctx);
+}
+
+static __always_inline void gang_uncount_runnable(struct task_ctx *tctx)
+{
+	if (tctx->gang.counted != LINGER_GANG_NONE)
+		gang_uncount_counted(tctx);
+}
+
+/*
+ * Charge @ran ns of CPU: a member's to its gang, a non-member's run during
+ * a primary gang slot to the slot's gangs as back-fill.
+ */
+static __always_inline void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 ran)
+{
+	if (ran && ((tctx && tctx->cls.gang != LINGER_GANG_NONE) ||
+		    (active_primary && !gang_open)))
+		gang_charge_ran(cpu, tctx, ran);
+}
+
+/* stopping(), after gang_charge_run(): the CPU no longer runs a member. */
+static __always_inline void gang_note_stopping(s32 cpu)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+
+	if (cg && cg->running)
+		cg->running = 0;
+}
+
+/* dispatch() begins: a reservation on this CPU has served its purpose. */
+static __always_inline void gang_cpu_dispatching(s32 cpu)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+
+	if (cg && (cg->reserved || cg->released)) {
+		cg->reserved = 0;
+		cg->released = false;
+	}
+}
+
+/* A higher sched class took @cpu (@released), or one of ours runs there again. */
+static __always_inline void gang_cpu_released(s32 cpu, bool released)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+
+	if (cg)
+		cg->released = released;
+}
+
+#endif /* __SCX_LINGER_GANG_RUN_BPF_H */
