@@ -11,10 +11,15 @@
  *    and a log2 histogram, in a per-CPU map: each CPU adds to its own
  *    copy, so this costs no shared cache line on the hot path;
  *  - per job (the labelled cgroup a task's class comes from, else its
- *    top-level cgroup): CPU time, threads runnable and running now, and
- *    a run delay histogram, in a per-CPU hash map: the same, a copy per
- *    CPU. The agent sums the copies, and keeps each job's high-water mark
- *    of threads on CPUs from its samples (src/observe/sampler.rs).
+ *    top-level cgroup): CPU time, runs, threads runnable now, and a run
+ *    delay histogram, in a per-CPU hash map: the same, a copy per CPU.
+ *    A run is added to its job once, as it ends (stopping()), with the
+ *    one look-up of the job's entry a run needs: the hash look-up is the
+ *    dearest step of the accounting (the profile, bench/README.md).
+ *    Which job runs on a CPU now is that CPU's own word in the per-CPU
+ *    map; the agent sums the copies, counts a job's threads on CPUs from
+ *    those words, and keeps its high-water mark from its samples
+ *    (src/observe/sampler.rs).
  *
  * What a run costs is the kernel's own figure: the growth of the task's
  * se.sum_exec_runtime since we last charged it, the very sum cgroup
@@ -123,11 +128,13 @@ __hidden void account_runnable(struct task_ctx *tctx, u64 now)
 	account_count_runnable(tctx);
 }
 
-/* running(): its run delay ends, its run begins. */
+/*
+ * running(): its run delay ends, its run begins. What the job's entry
+ * gets of it waits in the task's context until stopping().
+ */
 __hidden void account_running(struct task_ctx *tctx, u64 now)
 {
 	struct linger_cpu_acct *ca;
-	struct linger_job_acct *ja;
 	u32 acct = task_acct(tctx);
 	u64 delay = 0;
 
@@ -141,21 +148,17 @@ __hidden void account_running(struct task_ctx *tctx, u64 now)
 		delay = now - tctx->guard.ready_at;
 	account_count_runnable(tctx);
 
+	tctx->acct.running_job = tctx->cls.job;
+	tctx->acct.delay = delay;
+
 	ca = lookup_cpu_acct();
-	if (ca && acct < LINGER_NR_CLASSES) {
+	if (!ca)
+		return;
+	ca->running_job = tctx->cls.job;
+	if (acct < LINGER_NR_CLASSES) {
 		ca->runs[acct]++;
 		ca->delay_ns[acct] += delay;
 		hist_add(ca->delay_hist[acct], delay);
-	}
-
-	ja = lookup_job_acct(tctx->cls.job);
-	if (!ja)
-		return;
-	ja->runs++;
-	hist_add(ja->delay_hist, delay);
-	if (!tctx->acct.running_job) {
-		tctx->acct.running_job = tctx->cls.job;
-		ja->nr_running++;
 	}
 }
 
@@ -228,8 +231,9 @@ __hidden u64 account_checkpoint(struct task_struct *p, struct task_ctx *tctx,
 
 /*
  * stopping(): charge the run to the task's class and job, as
- * account_checkpoint() does, and the job runs one thread fewer: one
- * lookup of the job's entry for both (every context switch passes here).
+ * account_checkpoint() does, and add the run and its delay to the job:
+ * one lookup of the job's entry for the whole run (every context switch
+ * passes here). The CPU runs none of the job's threads now.
  * @runnable: it is still ready to run (preempted, slice over), so it
  * waits from now. If not, it is going to sleep: quiescent() comes next
  * unless it is only moving to another CPU's run queue (then running()
@@ -240,7 +244,9 @@ __hidden u64 account_checkpoint(struct task_struct *p, struct task_ctx *tctx,
 __hidden u64 account_stopping(struct task_struct *p, struct task_ctx *tctx,
 			      bool runnable, u64 now)
 {
+	struct linger_cpu_acct *ca;
 	struct linger_job_acct *ja;
+	u32 acct = task_acct(tctx);
 	u64 ran, job;
 
 	if (!tctx)
@@ -249,16 +255,20 @@ __hidden u64 account_stopping(struct task_struct *p, struct task_ctx *tctx,
 	ran = kernel_charge(p, tctx);
 	if (!accounting)
 		return ran;
-	if (ran)
-		charge_class(tctx, ran);
+	ca = lookup_cpu_acct();
+	if (ca) {
+		ca->running_job = 0;
+		if (acct < LINGER_NR_CLASSES)
+			ca->cpu_ns[acct] += ran;
+	}
 	job = tctx->acct.running_job;
 	tctx->acct.running_job = 0;
 	ja = job ? bpf_map_lookup_elem(&job_accts, &job) : NULL;
 	if (!ja)
 		return ran;
-	if (ran)
-		ja->cpu_ns += ran;
-	ja->nr_running--;
+	ja->cpu_ns += ran;
+	ja->runs++;
+	hist_add(ja->delay_hist, tctx->acct.delay);
 	if (!runnable && tctx->acct.runnable_job == job) {
 		tctx->acct.runnable_job = 0;
 		ja->nr_runnable--;

@@ -59,7 +59,8 @@ struct acct_task {
 	u64	run_start;	/* when it last started running or was charged (estimates within a run) */
 	u64	exec_seen;	/* its se.sum_exec_runtime when it was last charged */
 	u64	runnable_job;	/* job whose nr_runnable counts this task */
-	u64	running_job;	/* job whose nr_running counts this task */
+	u64	running_job;	/* job its run is charged to (0: not running) */
+	u64	delay;		/* the run delay that ended as this run began */
 };
 
 /* Its gang bookkeeping (the gang units). */

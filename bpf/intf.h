@@ -293,6 +293,7 @@ struct linger_cpu_acct {
 	u64	delay_ns[LINGER_NR_CLASSES];	/* sum of run delays */
 	u64	delay_hist[LINGER_NR_CLASSES][LINGER_HIST_BUCKETS];
 	u64	backfill_ns;	/* non-members on CPUs during primary gang slots */
+	u64	running_job;	/* the job whose thread is on this CPU now (0: none) */
 };
 
 /*
@@ -303,14 +304,15 @@ struct linger_cpu_acct {
  * root. The BPF side creates an entry when a job first runs; the agent
  * deletes the entries of cgroups that no longer exist. Each CPU adds to
  * its own copy, so a gang's threads on many CPUs share no cache line;
- * the agent sums the copies. The thread counts are such sums too: a
+ * the agent sums the copies. The runnable count is such a sum too: a
  * thread counted on one CPU and uncounted on another leaves +1 and -1,
- * so one CPU's copy may be negative.
+ * so one CPU's copy may be negative. Its threads on CPUs now are the
+ * CPUs whose linger_cpu_acct.running_job is the job: the agent counts
+ * them.
  */
 struct linger_job_acct {
 	u64	cpu_ns;
 	s64	nr_runnable;	/* threads runnable (queued or running) now */
-	s64	nr_running;	/* threads on a CPU now */
 	u64	runs;
 	u64	delay_hist[LINGER_HIST_BUCKETS];
 };

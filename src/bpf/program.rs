@@ -118,8 +118,27 @@ pub struct Scheduler<'obj> {
     limits: BTreeMap<u64, CpuLimit>,
 }
 
+/// One job's accounting (bpf/account.bpf.c): its CPUs' copies summed, and
+/// how many of its threads are on CPUs now.
+pub struct JobAccount {
+    /// The job's cgroup id.
+    pub id: u64,
+    pub acct: intf::linger_job_acct,
+    pub on_cpus: u64,
+}
+
+/// Threads on CPUs per job, from what each CPU says it runs
+/// (`linger_cpu_acct.running_job`; 0: none of ours).
+pub fn jobs_on_cpus(running: impl Iterator<Item = u64>) -> BTreeMap<u64, u64> {
+    let mut on = BTreeMap::new();
+    for job in running.filter(|&j| j != 0) {
+        *on.entry(job).or_insert(0) += 1;
+    }
+    on
+}
+
 /// One job's figures from its CPUs' copies (bpf/account.bpf.c): every
-/// field is a sum, the thread counts too (a thread counted on one CPU and
+/// field is a sum, the runnable count too (a thread counted on one CPU and
 /// uncounted on another leaves +1 in one copy and -1 in the other).
 pub fn sum_job_copies(
     copies: impl Iterator<Item = intf::linger_job_acct>,
@@ -128,7 +147,6 @@ pub fn sum_job_copies(
     for c in copies {
         total.cpu_ns = total.cpu_ns.wrapping_add(c.cpu_ns);
         total.nr_runnable = total.nr_runnable.wrapping_add(c.nr_runnable);
-        total.nr_running = total.nr_running.wrapping_add(c.nr_running);
         total.runs = total.runs.wrapping_add(c.runs);
         for (t, v) in total.delay_hist.iter_mut().zip(c.delay_hist) {
             *t = t.wrapping_add(v);
@@ -399,8 +417,8 @@ impl<'obj> Scheduler<'obj> {
             .is_some_and(|r| r.accounting)
     }
 
-    /// Per-class accounting, summed over the CPUs.
-    pub fn class_accounts(&self) -> Result<intf::linger_cpu_acct> {
+    /// Each CPU's copy of the per-class accounting.
+    fn cpu_accounts(&self) -> Result<Vec<intf::linger_cpu_acct>> {
         let per_cpu = self
             .skel
             .maps
@@ -408,9 +426,13 @@ impl<'obj> Scheduler<'obj> {
             .lookup_percpu(&0u32.to_ne_bytes(), MapFlags::ANY)
             .context("reading the cpu_accts map")?
             .unwrap_or_default();
+        Ok(per_cpu.iter().map(|raw| read_value(raw)).collect())
+    }
+
+    /// Per-class accounting, summed over the CPUs.
+    pub fn class_accounts(&self) -> Result<intf::linger_cpu_acct> {
         let mut total: intf::linger_cpu_acct = bytemuck::Zeroable::zeroed();
-        for raw in &per_cpu {
-            let c: intf::linger_cpu_acct = read_value(raw);
+        for c in self.cpu_accounts()? {
             for a in 0..total.cpu_ns.len() {
                 total.cpu_ns[a] += c.cpu_ns[a];
                 total.runs[a] += c.runs[a];
@@ -425,18 +447,23 @@ impl<'obj> Scheduler<'obj> {
     }
 
     /// Every job the BPF side has accounted, by cgroup id, its CPUs'
-    /// copies summed.
-    pub fn job_accounts(&self) -> Vec<(u64, intf::linger_job_acct)> {
+    /// copies summed, with its threads on CPUs now.
+    pub fn job_accounts(&self) -> Vec<JobAccount> {
+        let on_cpus = self
+            .cpu_accounts()
+            .map(|cpus| jobs_on_cpus(cpus.iter().map(|c| c.running_job)))
+            .unwrap_or_default();
         let map = &self.skel.maps.job_accts;
         map.keys()
             .filter_map(|k| {
                 let id = u64::from_ne_bytes(k.as_slice().try_into().ok()?);
                 // A job deleted between keys() and here is simply skipped.
                 let per_cpu = map.lookup_percpu(&k, MapFlags::ANY).ok()??;
-                Some((
+                Some(JobAccount {
                     id,
-                    sum_job_copies(per_cpu.iter().map(|raw| read_value(raw))),
-                ))
+                    acct: sum_job_copies(per_cpu.iter().map(|raw| read_value(raw))),
+                    on_cpus: on_cpus.get(&id).copied().unwrap_or(0),
+                })
             })
             .collect()
     }
@@ -517,11 +544,10 @@ pub struct Exit {
 mod tests {
     use super::*;
 
-    fn copy(cpu_ns: u64, runnable: i64, running: i64, bucket: usize) -> intf::linger_job_acct {
+    fn copy(cpu_ns: u64, runnable: i64, bucket: usize) -> intf::linger_job_acct {
         let mut c: intf::linger_job_acct = bytemuck::Zeroable::zeroed();
         c.cpu_ns = cpu_ns;
         c.nr_runnable = runnable;
-        c.nr_running = running;
         c.runs = 1;
         c.delay_hist[bucket] = 1;
         c
@@ -529,13 +555,19 @@ mod tests {
 
     #[test]
     fn a_jobs_copies_sum_to_its_figures_even_where_one_copy_is_negative() {
-        // A thread counted runnable on CPU 0 and uncounted on CPU 1, and
-        // another running on CPU 1.
-        let total = sum_job_copies([copy(5, 1, 0, 0), copy(7, -1, 1, 3)].into_iter());
+        // A thread counted runnable on CPU 0 and uncounted on CPU 1.
+        let total = sum_job_copies([copy(5, 1, 0), copy(7, -1, 3)].into_iter());
         assert_eq!(total.cpu_ns, 12);
         assert_eq!(total.nr_runnable, 0);
-        assert_eq!(total.nr_running, 1);
         assert_eq!(total.runs, 2);
         assert_eq!((total.delay_hist[0], total.delay_hist[3]), (1, 1));
+    }
+
+    #[test]
+    fn a_jobs_threads_on_cpus_are_the_cpus_that_say_they_run_it() {
+        let on = jobs_on_cpus([7, 0, 7, 9].into_iter());
+        assert_eq!(on.get(&7), Some(&2));
+        assert_eq!(on.get(&9), Some(&1));
+        assert_eq!(on.get(&0), None);
     }
 }

@@ -18,7 +18,7 @@ use super::histogram;
 use super::log;
 use super::schema::*;
 use crate::bpf::intf::linger_cpu_acct;
-use crate::bpf::program::Scheduler;
+use crate::bpf::program::{JobAccount, Scheduler};
 use crate::gangs::rotation::Rotation;
 use crate::labels::cgroups::Resolved;
 use crate::labels::class::Class;
@@ -222,7 +222,12 @@ impl Sampler {
         let now = Instant::now();
         let mut jobs = Vec::new();
         let mut cpu_now = HashMap::new();
-        for (id, ja) in sched.job_accounts() {
+        for JobAccount {
+            id,
+            acct: ja,
+            on_cpus: running,
+        } in sched.job_accounts()
+        {
             let seen = *self.first_seen.entry(id).or_insert(now);
             let Some(r) = labelled.get(id) else {
                 if labelled.at.is_some_and(|at| at > seen) {
@@ -237,7 +242,6 @@ impl Sampler {
             };
             let before = self.prev_jobs.get(&id).copied().unwrap_or(ja.cpu_ns);
             cpu_now.insert(id, ja.cpu_ns);
-            let running = ja.nr_running.max(0) as u64;
             let peak = self.peak_running.entry(id).or_insert(0);
             *peak = (*peak).max(running);
             jobs.push(JobStats {
