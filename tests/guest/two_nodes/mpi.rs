@@ -72,8 +72,24 @@ fn submit(go: &Path) -> u64 {
 /// schedstat (run and wait time, ns; their runs), name and cgroup, as
 /// `path:line` from one grep: the sample runs as ordinary work beside the
 /// gangs, so it starts a few processes, not one for each thread, which
-/// would outlast the rings it samples.
-const JOB_THREADS: &str = "{ grep -l job_ /proc/[0-9]*/task/*/cgroup; grep -l ksoftirqd /proc/[0-9]*/task/*/comm; } 2>/dev/null | sed 's,/[a-z]*$,,' | sed 's,$,/schedstat,;p;s,schedstat$,comm,;p;s,comm$,cgroup,' | xargs grep -H . 2>/dev/null";
+/// would outlast the rings it samples. A thread that ends between the
+/// list and the grep is left out, not a failure.
+const JOB_THREADS: &str = "{ grep -l job_ /proc/[0-9]*/task/*/cgroup; grep -l ksoftirqd /proc/[0-9]*/task/*/comm; } 2>/dev/null | sed 's,/[a-z]*$,,' | sed 's,$,/schedstat,;p;s,schedstat$,comm,;p;s,comm$,cgroup,' | xargs grep -H . 2>/dev/null; true";
+
+/// The kernel's own record of OpenMPI's launcher and daemons (`mpirun` on
+/// n1, `orted` on n2, both members of the job's gang) for a few seconds:
+/// who wakes them (`sched_waking`, its line led by the waker) and how
+/// each run of theirs ends (`sched_switch`: asleep, or preempted while
+/// runnable), which their schedstat's run count cannot tell apart.
+const TRACE_LAUNCHERS_ON: &str = "t=/sys/kernel/tracing; echo 0 > $t/tracing_on; echo > $t/trace; \
+    echo 'comm == \"mpirun\" || comm == \"orted\"' > $t/events/sched/sched_waking/filter; \
+    echo 'prev_comm == \"mpirun\" || prev_comm == \"orted\"' > $t/events/sched/sched_switch/filter; \
+    echo 1 > $t/events/sched/sched_waking/enable; echo 1 > $t/events/sched/sched_switch/enable; \
+    echo 1 > $t/tracing_on";
+const TRACE_LAUNCHERS_OFF: &str = "t=/sys/kernel/tracing; echo 0 > $t/tracing_on; \
+    echo 0 > $t/events/sched/sched_waking/enable; echo 0 > $t/events/sched/sched_switch/enable; \
+    cat $t/trace; echo 0 > $t/events/sched/sched_waking/filter; \
+    echo 0 > $t/events/sched/sched_switch/filter";
 
 /// Run `jobs` MPI jobs with their rings started at one moment; the span
 /// from the first ring's start to the last one's end (rank 0 of each is
@@ -94,11 +110,21 @@ fn span(peer: &mut Peer, jobs: usize, phase: &str) -> (Vec<u64>, f64) {
             .collect::<Vec<_>>()
     );
     fs::write(&go, "").unwrap();
-    // Each job thread's run and wait time on both nodes, twice a few
-    // seconds apart while the bench's rings run: which threads of a job
-    // used its CPU time (the ranks, or the runtime's own), for reading
-    // the spans.
+    // While the bench's rings run, on both nodes: how the launcher's and
+    // daemons' runs end, then each job thread's run and wait time twice
+    // a few seconds apart: which threads of a job used its CPU time (the
+    // ranks, or the runtime's own), for reading the spans.
     if baselines() {
+        sh(TRACE_LAUNCHERS_ON);
+        peer.must(&format!("sh {TRACE_LAUNCHERS_ON}"));
+        std::thread::sleep(Duration::from_secs(4));
+        let launchers = format!(
+            "n1\n{}\nn2\n{}\n",
+            sh(TRACE_LAUNCHERS_OFF),
+            peer.must(&format!("sh {TRACE_LAUNCHERS_OFF}"))
+        );
+        let at = results_dir().join(format!("mpi-launchers-{phase}.txt"));
+        fs::write(at, launchers).unwrap();
         let mut threads = String::new();
         for _ in 0..2 {
             std::thread::sleep(Duration::from_secs(4));
