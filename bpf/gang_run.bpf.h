@@ -66,12 +66,23 @@ static __always_inline void gang_charge_run(s32 cpu, struct task_ctx *tctx, u64 
 		gang_charge_ran(cpu, tctx, ran);
 }
 
-/* stopping(), after gang_charge_run(): the CPU no longer runs a member. */
-static __always_inline void gang_note_stopping(s32 cpu)
+/*
+ * stopping(), after gang_charge_run(): a member that sleeps leaves its CPU
+ * to whoever wants it. One still @runnable does not: dispatch() has
+ * already chosen what runs next here (a fellow member's turn, a relief
+ * turn, the node's machinery), and its running() rewrites the word. Until
+ * then the CPU stays its gang's, so that the member's own enqueue(), which
+ * comes first, finds it taken (cpu_free_for()). Cleared, the member
+ * claimed its CPU back and preempted the very task chosen in its place,
+ * whose own enqueue() did the same: a rank and OpenMPI's launcher, one
+ * gang on a 1-CPU node, threw each other off every 80-120 us, each run
+ * little more than the switch, until the launcher slept.
+ */
+static __always_inline void gang_note_stopping(s32 cpu, bool runnable)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 
-	if (cg && cg->running)
+	if (!runnable && cg && cg->running)
 		cg->running = 0;
 }
 

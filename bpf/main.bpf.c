@@ -551,7 +551,7 @@ void BPF_STRUCT_OPS(linger_stopping, struct task_struct *p, bool runnable)
 	}
 	charge_slice(p, tctx, ran, now, true);
 	guard_note_waiting(tctx, runnable, now);
-	gang_note_stopping(cpu);
+	gang_note_stopping(cpu, runnable);
 	wakeup_note_stopping(cpu);
 
 	/* A guard grant sends its guest to the back of the guest queue. */
