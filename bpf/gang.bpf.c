@@ -54,7 +54,10 @@
  *
  * A gang with more runnable members than CPUs cannot run all at once. It
  * still gets its slot, alone; its members take turns on the CPUs in
- * primary slices, and each such slot counts as a partial start.
+ * primary slices, and each such slot counts as a partial start. A member
+ * whose turn ends stays runnable and queues; it takes any CPU it finds
+ * free but never the one it just left to the next (gang_run.bpf.h:
+ * gang_note_stopping()).
  *
  * Homes. On a node of several LLCs, each admitted gang that fits in one
  * gets one as its home (gang_homes() in lib/pure.h, decided with

@@ -38,10 +38,12 @@
  *
  * From the placement until the CPU next chooses a task (its local DSQ is
  * empty then), the CPU is marked, and a member does not take it back
- * (gang_run.bpf.c: cpu_free_for()): the member the break displaced is
- * queued again at once, and would otherwise claim its CPU back before the
- * machinery ran (a service then still waited for the open phase at a
- * quarter of its wake-ups, p99 215 ms against EEVDF's 7 ms).
+ * (gang_run.bpf.c: cpu_free_for()). The member the break displaced no
+ * longer claims it (gang_note_stopping()); the mark keeps off the members
+ * that wake while the machinery runs there, when the CPU runs no member.
+ * Without it, when the displaced member still claimed its CPU back, a
+ * service waited for the open phase at a quarter of its wake-ups (p99
+ * 215 ms against EEVDF's 7 ms).
  *
  * With the budget spent, or no member on a CPU it may use, the machinery
  * is ordinary primary work: relief, the open phase, the age guard's bound.

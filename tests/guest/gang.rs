@@ -473,6 +473,44 @@ fn an_oversized_gang_is_reported_and_still_progresses() {
     stop_still_enabled(agent);
 }
 
+/// The job's threads' schedstat, summed: CPU time and runs (ns, count).
+fn job_runs(pid: u32, tids: &[i32]) -> (u64, u64) {
+    tids.iter()
+        .map(|t| linger_bench::schedstat(&format!("/proc/{pid}/task/{t}/schedstat")))
+        .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.2))
+}
+
+#[test]
+fn members_of_an_oversized_gang_take_whole_turns() {
+    let agent = start_on_two_cpus();
+    let g = TestCgroup::new("gang-turns");
+    tag(&g.rel, "gang");
+    // Three spinning members on two CPUs: one always waits in its gang's
+    // queue, and a member whose turn ends gives its CPU to it. A member
+    // that claimed its CPU back at once (it stays runnable) preempted the
+    // one chosen in its place, which did the same: runs of 80-120 us,
+    // hundreds in a row, each little more than the switch.
+    let mut job = start_spinning(&g, 3);
+    let tids = job_threads(&job, 3);
+    std::thread::sleep(Duration::from_secs(1));
+    let (cpu0, runs0) = job_runs(job.id(), &tids);
+    std::thread::sleep(Duration::from_secs(3));
+    let (cpu1, runs1) = job_runs(job.id(), &tids);
+    let _ = job.kill();
+    let _ = job.wait();
+    let runs = runs1 - runs0;
+    let mean_ms = (cpu1 - cpu0) as f64 / runs.max(1) as f64 / 1e6;
+    figure(&format!(
+        "gang: 3 spinning members on 2 CPUs: {runs} runs in 3 s, {mean_ms:.1} ms each on average (turns of a primary slice, 20 ms)"
+    ));
+    assert!(
+        mean_ms >= 2.0,
+        "members of an oversized gang ran {mean_ms:.2} ms at a time ({runs} runs in 3 s): they threw each other off instead of taking turns"
+    );
+    assert!(ejections(&dmesg()).is_empty(), "{:?}", ejections(&dmesg()));
+    stop_still_enabled(agent);
+}
+
 #[test]
 fn ordinary_primaries_keep_waking_up_beside_a_gang() {
     let agent = start_on_two_cpus();
