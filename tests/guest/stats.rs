@@ -71,12 +71,6 @@ fn stats_json_matches_the_kernels_accounting() {
     let g = job(&live, &format!("/{}", guest.rel)).expect("the guest job is listed");
     assert_eq!(g["class"], "guest");
     assert!(g["threads_runnable"].as_u64().unwrap() >= 2, "{g}");
-    // One thread that has slept between each of its 2,000 wake-ups so
-    // far: if a sleep went uncounted (stopping() takes it off the job's
-    // runnable count, quiescent() only where stopping() did not), the
-    // count would have grown with them.
-    let s = job(&live, "/t-stats-sleeper").expect("the sleepers' job is listed");
-    assert!(s["threads_runnable"].as_u64().unwrap() <= 1, "{s}");
     let harvest = live["machine"]["guest_harvest_now"].as_f64();
     // What else ran, if the guests got little of what primaries left: a
     // stray busy primary (an earlier test's leftover) leaves them little.
@@ -119,6 +113,21 @@ fn stats_json_matches_the_kernels_accounting() {
         .as_f64()
         .unwrap()
         * 1e9;
+    // Every thread of the three jobs is stopped now, so each job's
+    // runnable count is back to zero. The sleepers' thread has slept
+    // between each of its ~2,000 wake-ups: had a sleep gone uncounted
+    // (stopping() takes it off the job's runnable count, quiescent() only
+    // where stopping() did not), its count would have grown with them.
+    // A running count is no test of it: its two threads may wait for a
+    // CPU at once, and the per-CPU copies are read one after another.
+    for path in [
+        format!("/{}", guest.rel),
+        "/t-stats-work".into(),
+        "/t-stats-sleeper".into(),
+    ] {
+        let j = job(&after, &path).expect("the job is listed");
+        assert_eq!(j["threads_runnable"], 0, "{j}");
+    }
     figure(&format!(
         "stats: guest job CPU {:.3} s by scx_linger's accounting, {:.3} s by its cgroup's cpu.stat ({:+.2}%); unlabelled primary job {:.3} s vs {:.3} s ({:+.2}%); short sleepers' job {:.4} s vs {:.4} s ({:+.2}%); guest class {:.3} s; harvest {:.1}%",
         ours / 1e9,
