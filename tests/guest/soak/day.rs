@@ -3,16 +3,13 @@
 //! go, the base load, the agent's restarts, the storms, the kernel's
 //! figures (the test and its checks: mod.rs).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Child;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::common::*;
-use crate::trace::record_ready_waits;
 
 /// The xattr a job's class is given by (as `scx_linger tag` writes it).
 pub(super) const CLASS_XATTR: &str = "trusted.scx_linger.class";
@@ -57,86 +54,41 @@ pub(super) fn label(cg: &TestCgroup, class: &str) {
     xattr_set(&cg.path, CLASS_XATTR, class);
 }
 
-/// The class a task's cgroup gives it, as the agent reads it: the
-/// nearest labelled ancestor's; unlabelled work under the day's root is
-/// primary, everything else the node's own ("system"). `seen` keeps each
-/// cgroup's answer for one trace window: an exit storm's 2,000 threads
-/// share one cgroup, whose ancestors' labels are then read once, not
-/// once a thread.
-pub(super) fn class_of(pid: i32, seen: &mut HashMap<String, String>) -> Option<String> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
-    let rel = text.lines().find_map(|l| l.strip_prefix("0::/"))?;
-    if let Some(class) = seen.get(rel) {
-        return Some(class.clone());
-    }
-    let class = if rel.starts_with("day/") || rel == "day" {
-        let mut dir = PathBuf::from(CGROUP_ROOT).join(rel);
-        let mut class = "primary".to_string();
-        while dir != Path::new(CGROUP_ROOT) {
-            if let Ok(Some(v)) = xattr::get(&dir, CLASS_XATTR) {
-                class = String::from_utf8_lossy(&v).into_owned();
-                break;
-            }
-            dir.pop();
-        }
-        class
-    } else {
-        "system".to_string()
-    };
-    seen.insert(rel.to_string(), class.clone());
-    Some(class)
-}
-
-/// Longest ready waits by (phase, class), from the kernel's trace.
-#[derive(Default)]
-pub(super) struct Waits {
-    pub(super) longest: BTreeMap<(String, String), (f64, String)>,
-    pub(super) windows: u64,
-}
-
-/// Record ready waits in windows until `stop`, crediting each to the
-/// phase `phase` names at the window's end, and naming that end in
-/// seconds since `day_start` (the progress file's clock).
-pub(super) fn trace_waits(
-    stop: Arc<AtomicBool>,
-    phase: Arc<Mutex<String>>,
-    waits: Arc<Mutex<Waits>>,
-    (day_start, window): (Instant, Duration),
-    gap: Duration,
-) {
-    while !stop.load(Ordering::Relaxed) {
-        let (seen, _) = record_ready_waits(|| std::thread::sleep(window));
-        let at = day_start.elapsed().as_secs_f64();
-        let phase = phase.lock().unwrap().clone();
-        let mut w = waits.lock().unwrap();
-        w.windows += 1;
-        let mut classes = HashMap::new();
-        for r in seen {
-            let class = class_of(r.pid, &mut classes).unwrap_or_else(|| "exited".into());
-            let e = w
-                .longest
-                .entry((phase.clone(), class))
-                .or_insert((0.0, String::new()));
-            if r.secs > e.0 {
-                *e = (
-                    r.secs,
-                    format!("{}[{}] in the window to {at:.0} s", r.comm, r.pid),
-                );
-            }
-        }
-        drop(w);
-        let until = Instant::now() + gap;
-        while Instant::now() < until && !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-}
-
 /// The day's base load: it runs from start to end.
 pub(super) struct Base {
     pub(super) cgroups: Vec<TestCgroup>,
     pub(super) children: Vec<Child>,
     pub(super) hogs: Vec<Hogs>,
+}
+
+/// Full primary load for 9 s: `n + 1` CPU-bound primaries in `cg` on `n`
+/// CPUs, with the base load's gangs frozen so that what is measured is
+/// strict priority alone. Returns the guests' share of the CPUs over its
+/// last 6 s (the starvation guard's grants only, under scx_linger).
+pub(super) fn full_load(base: &Base, cg: TestCgroup, n: usize) -> f64 {
+    let gangs: Vec<&TestCgroup> = base
+        .cgroups
+        .iter()
+        .filter(|c| c.rel.contains("gang"))
+        .collect();
+    gangs.iter().for_each(|g| g.freeze(true));
+    let hogs = cg.spin(n + 1);
+    std::thread::sleep(Duration::from_secs(3));
+    let guests = || -> f64 {
+        base.cgroups
+            .iter()
+            .filter(|c| c.rel.ends_with("/guest"))
+            .map(|c| usage_s(&c.path))
+            .sum()
+    };
+    let g0 = guests();
+    let w = Instant::now();
+    std::thread::sleep(Duration::from_secs(6));
+    let share = (guests() - g0) / (w.elapsed().as_secs_f64() * n as f64);
+    drop(hogs);
+    drop(cg);
+    gangs.iter().for_each(|g| g.freeze(false));
+    share
 }
 
 pub(super) fn enable_cpuset(dir: &Path) {

@@ -23,7 +23,9 @@
 //! What the kernel says is checked throughout: no ejection and no kernel
 //! warning; the longest time a runnable task waited, by class, from the
 //! kernel's own sched_wakeup/sched_switch trace (windows through the whole
-//! day), within the bound docs/design.md promises; every job's CPU time in
+//! day), within the bound docs/design.md promises, and by what the day was
+//! doing meanwhile (waits.rs: the EEVDF part runs the mix, an exit storm
+//! and the full load, so those are read against their like); every job's CPU time in
 //! `stats --json` within 2% of its cgroup's cpu.stat; BPF map entries and
 //! the agent's memory back to baseline after the churn; strict priority
 //! (the guests' share of the CPUs while primaries want all of them).
@@ -52,7 +54,9 @@ use crate::common::*;
 use crate::load::{env_or, kernel_trouble};
 
 mod day;
+mod waits;
 use day::*;
+use waits::*;
 
 /// The longest a queued task may wait, whatever its class: a quarter of
 /// the watchdog's 30 s plus one 100 ms look of the age guard
@@ -97,6 +101,7 @@ fn a_compressed_day_on_a_busy_node() {
     let most_jobs = (n / 2).max(4);
 
     let phase = Arc::new(Mutex::new("eevdf".to_string()));
+    let events = Arc::new(Mutex::new(Events::default()));
     let waits = Arc::new(Mutex::new(Waits::default()));
     let stop = Arc::new(AtomicBool::new(false));
     let (window, gap) = if secs > 600 { (4, 26) } else { (4, 6) };
@@ -104,16 +109,31 @@ fn a_compressed_day_on_a_busy_node() {
     // it, so that it can be read beside the day's events.
     let t0 = Instant::now();
     let tracer = {
-        let (stop, phase, waits) = (stop.clone(), phase.clone(), waits.clone());
+        let (stop, phase, events, waits) =
+            (stop.clone(), phase.clone(), events.clone(), waits.clone());
         std::thread::spawn(move || {
             trace_waits(
                 stop,
-                phase,
+                (phase, events),
                 waits,
                 (t0, Duration::from_secs(window)),
                 Duration::from_secs(gap),
             )
         })
+    };
+
+    // What the day does besides its mix, for the waits' report.
+    let begin = |what: &str| {
+        events
+            .lock()
+            .unwrap()
+            .begin(what, t0.elapsed().as_secs_f64())
+    };
+    let end = |handle: usize| {
+        events
+            .lock()
+            .unwrap()
+            .end(handle, t0.elapsed().as_secs_f64())
     };
 
     // The same mix under EEVDF first: what the emulator does to any
@@ -146,10 +166,24 @@ fn a_compressed_day_on_a_busy_node() {
     // share one host thread, tens of seconds).
     let storm_eevdf = baselines().then(|| {
         let cg = TestCgroup::new(&format!("{}/storm-eevdf", root.rel));
+        let event = begin("exit storm");
         let took = exit_storm(&cg, storm_threads, slow_limit(n));
+        end(event);
         progress(
             t0,
             &format!("EEVDF: {eevdf_secs} s of the mix, then an exit storm gone in {took:.1} s"),
+        );
+        // The full load too: its waits are read against these.
+        let event = begin("full load");
+        let share = full_load(
+            &base,
+            TestCgroup::new(&format!("{}/full-eevdf", root.rel)),
+            n,
+        );
+        end(event);
+        progress(
+            t0,
+            &format!("EEVDF: full load, guests {:.1}% of the CPUs", share * 100.0),
         );
         took
     });
@@ -157,7 +191,9 @@ fn a_compressed_day_on_a_busy_node() {
     *phase.lock().unwrap() = "scx_linger".into();
     require_guest();
 
+    let event = begin("agent load");
     let (mut agent, first_load) = start_agent(&args, slow_limit(n));
+    end(event);
     let mut loads = vec![first_load];
     let started = Instant::now();
     progress(t0, &format!("scx_linger enabled after {first_load:.0} s"));
@@ -186,7 +222,8 @@ fn a_compressed_day_on_a_busy_node() {
     let mut burst_ids: Vec<u64> = Vec::new();
     let mut guest_share = f64::NAN;
     let mut accounting: BTreeMap<String, (f64, f64)> = BTreeMap::new();
-    let mut helpers: Vec<(Child, &str, u64)> = Vec::new();
+    // Each with its event's handle: the event lasts as long as it runs.
+    let mut helpers: Vec<(usize, Child, &str, u64)> = Vec::new();
     // The cgroups of the day's events, removed with everything in them
     // at the end.
     let mut event_cgroups: Vec<TestCgroup> = Vec::new();
@@ -212,12 +249,15 @@ fn a_compressed_day_on_a_busy_node() {
         );
         assert!(agent.alive(), "the agent died: {}", agent.output());
         if now >= next_reload {
+            end(begin("SIGHUP reload"));
             agent.signal(libc::SIGHUP);
             reloads += 1;
             next_reload += at(0.1).min(Duration::from_secs(120));
         }
         if now >= next_restart && (now < at(0.7) || restarts == 0) {
+            let event = begin("SIGKILL restart");
             agent = restart(agent, &args, slow_limit(n), &mut loads);
+            end(event);
             restarts += 1;
             progress(
                 t0,
@@ -232,6 +272,7 @@ fn a_compressed_day_on_a_busy_node() {
             if now >= when {
                 events.pop();
                 progress(t0, &format!("{what} begins"));
+                let event = begin(what);
                 let had = figures.len();
                 match what {
                     "hotplug" if n > 1 => {
@@ -271,6 +312,7 @@ fn a_compressed_day_on_a_busy_node() {
                     "fork storm" => {
                         let cg = event_cgroup("forks");
                         helpers.push((
+                            event,
                             spawn_in(
                                 &cg,
                                 &format!(
@@ -286,6 +328,7 @@ fn a_compressed_day_on_a_busy_node() {
                     "memory pressure" => {
                         let cg = event_cgroup("memory");
                         helpers.push((
+                            event,
                             spawn_in(
                                 &cg,
                                 "exec stress-ng --vm 2 --vm-bytes 30% --timeout 10s --temp-path /tmp",
@@ -386,31 +429,8 @@ fn a_compressed_day_on_a_busy_node() {
                     }
                     "full load" => {
                         // Primaries want every CPU: the guests get the
-                        // guard's grants only. Gangs are frozen so that
-                        // what is measured is strict priority alone.
-                        let gangs: Vec<&TestCgroup> = base
-                            .cgroups
-                            .iter()
-                            .filter(|c| c.rel.contains("gang"))
-                            .collect();
-                        gangs.iter().for_each(|g| g.freeze(true));
-                        let cg = event_cgroup("full");
-                        let hogs = cg.spin(n + 1);
-                        std::thread::sleep(Duration::from_secs(3));
-                        let guests = |b: &Base| -> f64 {
-                            b.cgroups
-                                .iter()
-                                .filter(|c| c.rel.ends_with("/guest"))
-                                .map(|c| usage_s(&c.path))
-                                .sum()
-                        };
-                        let g0 = guests(&base);
-                        let w = Instant::now();
-                        std::thread::sleep(Duration::from_secs(6));
-                        guest_share = (guests(&base) - g0) / (w.elapsed().as_secs_f64() * n as f64);
-                        drop(hogs);
-                        drop(cg);
-                        gangs.iter().for_each(|g| g.freeze(false));
+                        // guard's grants only.
+                        guest_share = full_load(&base, event_cgroup("full"), n);
                     }
                     "accounting" => {
                         let a = job_cpu(&root);
@@ -423,6 +443,10 @@ fn a_compressed_day_on_a_busy_node() {
                         }
                     }
                     _ => {}
+                }
+                // A helper's event lasts until it exits (below).
+                if !helpers.iter().any(|h| h.0 == event) {
+                    end(event);
                 }
                 progress(
                     t0,
@@ -438,9 +462,10 @@ fn a_compressed_day_on_a_busy_node() {
         }
         // stress-ng exits 3 when the kernel denied it the resources it
         // asked for: under memory pressure, what is being staged.
-        helpers.retain_mut(|(c, what, _)| match c.try_wait() {
+        helpers.retain_mut(|(event, c, what, _)| match c.try_wait() {
             Ok(Some(s)) => {
                 assert!(matches!(s.code(), Some(0 | 3)), "{what} failed ({s})");
+                end(*event);
                 false
             }
             _ => true,
@@ -491,7 +516,7 @@ fn a_compressed_day_on_a_busy_node() {
     }
     stop.store(true, Ordering::Relaxed);
     let _ = tracer.join();
-    for (c, what, secs) in helpers {
+    for (_, c, what, secs) in helpers {
         // A guest job has no bound on when it ends while primaries want
         // every CPU: it runs on the starvation guard's trickle. A batch
         // system ends it at its time limit; killed, it must be gone in
@@ -560,6 +585,7 @@ fn a_compressed_day_on_a_busy_node() {
     for ((phase, class), (s, who)) in &waits.longest {
         lines.push(format!("longest wait: {phase} {class} {s:.3} s ({who})"));
     }
+    lines.extend(waits.report());
     for (path, (ours, kernel)) in &accounting {
         lines.push(format!(
             "job cpu over 8 s: {path} stats {ours:.3} s cpu.stat {kernel:.3} s"
