@@ -258,22 +258,46 @@ pub fn record_wake_waits(window: Duration, tids: &[i32]) -> Vec<f64> {
     wake_waits(&text, tids)
 }
 
-/// Each wake-up of one of `tids` over `window` (when it was woken, how
-/// long it waited), and every run on every CPU meanwhile; `first` runs as
-/// the window opens and `last` as it closes (before the trace is read
-/// back).
+/// What one window's trace says of some threads: each wake-up (when it
+/// came, how long it waited), every run on every CPU meanwhile, and how
+/// often the threads went to sleep.
+pub struct WakeTrace {
+    pub waits: Vec<(f64, f64)>,
+    pub runs: Vec<Run>,
+    /// Switches away from one of the threads that left it sleeping: a
+    /// loop that sleeps once a round completed this many rounds, which
+    /// the wake-ups cannot count (the kernel traces a wake-up of a task
+    /// that had not yet gone to sleep too).
+    pub sleeps: usize,
+}
+
+/// Record `tids` over `window`; `first` runs as the window opens and
+/// `last` as it closes (before the trace is read back).
 pub fn record_wake_waits_around(
     window: Duration,
     tids: &[i32],
     first: impl FnOnce(),
     last: impl FnOnce(),
-) -> (Vec<(f64, f64)>, Vec<Run>) {
+) -> WakeTrace {
     let (text, ()) = record("mono", &["sched_wakeup", "sched_switch"], || {
         first();
         std::thread::sleep(window);
         last();
     });
-    (timed_wake_waits(&text, tids), runs_from_trace(&text))
+    let sleeps = text
+        .lines()
+        .filter_map(parse_line)
+        .filter(|(_, _, event, fields)| {
+            *event == "switch"
+                && field(fields, "prev_pid").is_some_and(|p| tids.contains(&p))
+                && text_field(fields, "prev_state").is_some_and(|s| !s.starts_with('R'))
+        })
+        .count();
+    WakeTrace {
+        waits: timed_wake_waits(&text, tids),
+        runs: runs_from_trace(&text),
+        sleeps,
+    }
 }
 
 /// wake_waits(), with when each wake-up came.
