@@ -60,9 +60,7 @@ __noinline bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
 	struct cpu_gang *cg = cctx ? &cctx->gang : NULL;
 	u32 running, rg;
 
-	/* The node's machinery waiting here runs first (machinery.bpf.c). */
-	if (!cg || cg->released || cctx->mach.waiting ||
-	    reservation_held(cg, scx_bpf_now()))
+	if (!cg || cg->released || reservation_held(cg, scx_bpf_now()))
 		return false;
 	running = cg->running;
 	if (running != LINGER_GANG_NONE) {
