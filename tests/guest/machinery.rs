@@ -152,7 +152,7 @@ fn daemon_beside(cg: &TestCgroup, gangs: &[&TestCgroup; 2], window: Duration) ->
     let _ = out.read_to_string(&mut rest);
     let reported: Vec<usize> = rest.lines().filter_map(|l| l.trim().parse().ok()).collect();
     let rounds = match reported[..] {
-        [first, last, ..] => last - first,
+        [first, last, ..] => last.saturating_sub(first),
         _ => panic!("the daemon reported {reported:?} rounds at the window's ends: {rest}"),
     };
     let used: u64 = (0..2).map(|i| after[i].saturating_sub(before[i])).sum();
