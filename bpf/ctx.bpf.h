@@ -158,8 +158,8 @@ struct cpu_gang {
 
 /*
  * The node's machinery's budget on it (machinery.bpf.c), and whether
- * machinery waits in its local DSQ, which members waking elsewhere read
- * (gang_run.bpf.c: cpu_free_for()).
+ * machinery waits in its local DSQ, which the member's tick reads
+ * (machinery_tick()).
  */
 struct machinery_cpu {
 	u64	clock;
