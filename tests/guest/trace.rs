@@ -264,10 +264,8 @@ pub fn record_wake_waits(window: Duration, tids: &[i32]) -> Vec<f64> {
 pub struct WakeTrace {
     pub waits: Vec<(f64, f64)>,
     pub runs: Vec<Run>,
-    /// Switches away from one of the threads that left it sleeping: a
-    /// loop that sleeps once a round completed this many rounds, which
-    /// the wake-ups cannot count (the kernel traces a wake-up of a task
-    /// that had not yet gone to sleep too).
+    /// Switches away from one of the threads that left it sleeping: the
+    /// kernel's count of the rounds of a loop that sleeps once a round.
     pub sleeps: usize,
 }
 
