@@ -12,7 +12,9 @@ Run it with mpirun and Debian's Python, which has Debian's mpi4py
 400 --work 200`). Rank 0 prints one line of key=value pairs: wall_ms
 (its own clock, from the first barrier to the last), cpu_ms (CPU time
 of every rank, summed), rounds, ranks, and ring_start and ring_end (the
-same span on CLOCK_MONOTONIC, in seconds, to cut a trace to it).
+same span on CLOCK_MONOTONIC, in seconds, to cut a trace to it), and
+with --progress N, progress: rank 0's time after every N rounds, in
+seconds from the start (a job that stalls mid-run shows where).
 With --go PATH, once every rank is up rank 0 writes PATH.ready.<job>
 (the Slurm job id, else its pid) and the ring starts when PATH exists:
 jobs whose start-up took different times then run their rings at once.
@@ -31,6 +33,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=400, help="exchanges per rank")
     ap.add_argument("--work", type=int, default=200, help="loop iterations of compute per round")
     ap.add_argument("--go", help="start the ring when this file exists")
+    ap.add_argument("--progress", type=int, default=0, help="note the time every N rounds")
     args = ap.parse_args()
 
     comm = MPI.COMM_WORLD
@@ -49,7 +52,10 @@ def main() -> None:
     start = time.monotonic()
     cpu0 = resource.getrusage(resource.RUSAGE_SELF)
     acc = 0
+    marks = []
     for r in range(args.rounds):
+        if args.progress and r and r % args.progress == 0:
+            marks.append(time.monotonic() - start)
         for i in range(args.work):
             acc += i ^ r
         out[0] = acc & 0xFF
@@ -63,7 +69,8 @@ def main() -> None:
     if rank == 0:
         print(
             f"wall_ms={wall_ms:.0f} cpu_ms={total:.0f} rounds={args.rounds} ranks={size} "
-            f"ring_start={start:.6f} ring_end={end:.6f}",
+            f"ring_start={start:.6f} ring_end={end:.6f}"
+            + (f" progress={','.join(f'{m:.2f}' for m in marks)}" if marks else ""),
             flush=True,
         )
 

@@ -59,10 +59,11 @@ fn submit(go: &Path) -> u64 {
             "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
              OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include={NET}.0/24 \
              OMPI_MCA_oob_tcp_if_include={NET}.0/24 && \
-             exec mpirun /usr/bin/python3 {} --rounds {} --work {WORK} --go {}",
+             exec mpirun /usr/bin/python3 {} --rounds {} --work {WORK} --go {} --progress {}",
             ring.display(),
             rounds(),
-            go.display()
+            go.display(),
+            rounds() / 10
         ),
     )
 }
@@ -76,20 +77,48 @@ fn submit(go: &Path) -> u64 {
 /// list and the grep is left out, not a failure.
 const JOB_THREADS: &str = "{ grep -l job_ /proc/[0-9]*/task/*/cgroup; grep -l ksoftirqd /proc/[0-9]*/task/*/comm; } 2>/dev/null | sed 's,/[a-z]*$,,' | sed 's,$,/schedstat,;p;s,schedstat$,comm,;p;s,comm$,cgroup,' | xargs grep -H . 2>/dev/null; true";
 
-/// The kernel's own record of OpenMPI's launcher and daemons (`mpirun` on
-/// n1, `orted` on n2, both members of the job's gang) for a few seconds:
-/// who wakes them (`sched_waking`, its line led by the waker) and how
-/// each run of theirs ends (`sched_switch`: asleep, or preempted while
-/// runnable), which their schedstat's run count cannot tell apart.
-const TRACE_LAUNCHERS_ON: &str = "t=/sys/kernel/tracing; echo 0 > $t/tracing_on; echo > $t/trace; \
-    echo 'comm == \"mpirun\" || comm == \"orted\"' > $t/events/sched/sched_waking/filter; \
-    echo 'prev_comm == \"mpirun\" || prev_comm == \"orted\"' > $t/events/sched/sched_switch/filter; \
-    echo 1 > $t/events/sched/sched_waking/enable; echo 1 > $t/events/sched/sched_switch/enable; \
-    echo 1 > $t/tracing_on";
-const TRACE_LAUNCHERS_OFF: &str = "t=/sys/kernel/tracing; echo 0 > $t/tracing_on; \
-    echo 0 > $t/events/sched/sched_waking/enable; echo 0 > $t/events/sched/sched_switch/enable; \
-    cat $t/trace; echo 0 > $t/events/sched/sched_waking/filter; \
-    echo 0 > $t/events/sched/sched_switch/filter";
+/// The kernel's own record of a node for a few seconds while the rings
+/// run, written to `mpi-trace-PHASE.txt` in the node's results: every
+/// `sched_switch` (who ran when: a rank with its peer on the other node
+/// or without it), `sched_waking` of the softirq thread and of OpenMPI's
+/// launcher and daemon (`mpirun` on n1, `orted` on n2; the line is led by
+/// the waker), and the network's receive softirq (`softirq_entry/exit`,
+/// vec 3: inline after an interrupt, or in `ksoftirqd`), the device
+/// interrupts that bring packets in (`irq_handler_entry`) and each packet
+/// handed to the link (`net_dev_xmit`): a message's time between the
+/// nodes, from its sending to its arrival on the other. The clock is
+/// TAI, which chronyd keeps within a fraction of a millisecond on both
+/// nodes, so that the two nodes' records line up. bench/mpi/read_trace.py
+/// reads it.
+const TRACE_EVENTS: &str =
+    "sched/sched_waking sched/sched_switch irq/softirq_entry irq/softirq_exit \
+    irq/irq_handler_entry net/net_dev_xmit";
+fn trace_on() -> String {
+    format!(
+        "t=/sys/kernel/tracing; echo 0 > $t/tracing_on; echo > $t/trace; \
+         echo 16384 > $t/buffer_size_kb; echo tai > $t/trace_clock; \
+         echo 'comm ~ \"ksoftirqd*\" || comm == \"mpirun\" || comm == \"orted\"' > $t/events/sched/sched_waking/filter; \
+         echo 'vec == 3' > $t/events/irq/softirq_entry/filter; echo 'vec == 3' > $t/events/irq/softirq_exit/filter; \
+         for e in {TRACE_EVENTS}; do echo 1 > $t/events/$e/enable; done; echo 1 > $t/tracing_on"
+    )
+}
+fn trace_off(phase: &str) -> String {
+    format!(
+        "t=/sys/kernel/tracing; echo 0 > $t/tracing_on; \
+         for e in {TRACE_EVENTS}; do echo 0 > $t/events/$e/enable; echo 0 > $t/events/$e/filter; done; \
+         cat $t/trace > \"$SCX_LINGER_RESULTS/mpi-trace-{phase}.txt\"; echo > $t/trace; \
+         echo local > $t/trace_clock; echo 1408 > $t/buffer_size_kb"
+    )
+}
+
+/// The network's counters on a node: packets the softirq left for later
+/// (softnet_stat's third column: its budget ran out), TCP's
+/// retransmissions, which a stalled exchange would show, and TCP's
+/// extended counters (timeouts, loss probes, drops), as two lines of
+/// names and values.
+const NET_COUNTERS: &str = "s=0; while read a b c r; do s=$((s + 0x$c)); done < /proc/net/softnet_stat; \
+    printf 'squeezed=%d ' $s; awk '/^Tcp:/ {n++; if (n == 2) print \"retrans=\" $13}' /proc/net/snmp; \
+    grep '^TcpExt:' /proc/net/netstat";
 
 /// Run `jobs` MPI jobs with their rings started at one moment; the span
 /// from the first ring's start to the last one's end (rank 0 of each is
@@ -110,21 +139,25 @@ fn span(peer: &mut Peer, jobs: usize, phase: &str) -> (Vec<u64>, f64) {
             .collect::<Vec<_>>()
     );
     fs::write(&go, "").unwrap();
-    // While the bench's rings run, on both nodes: how the launcher's and
-    // daemons' runs end, then each job thread's run and wait time twice
-    // a few seconds apart: which threads of a job used its CPU time (the
-    // ranks, or the runtime's own), for reading the spans.
+    // While the bench's rings run, on both nodes: the kernel's record
+    // for a few seconds, then each job thread's run and wait time twice
+    // a few seconds apart (which threads of a job used its CPU time: the
+    // ranks, or the runtime's own), and the network's counters around
+    // both, for reading the spans.
     if baselines() {
-        sh(TRACE_LAUNCHERS_ON);
-        peer.must(&format!("sh {TRACE_LAUNCHERS_ON}"));
+        let net = |peer: &mut Peer| {
+            format!(
+                "n1 {} n2 {}",
+                sh(NET_COUNTERS).trim(),
+                peer.must(&format!("sh {NET_COUNTERS}")).trim()
+            )
+        };
+        let net_before = net(peer);
+        sh(&trace_on());
+        peer.must(&format!("sh {}", trace_on()));
         std::thread::sleep(Duration::from_secs(4));
-        let launchers = format!(
-            "n1\n{}\nn2\n{}\n",
-            sh(TRACE_LAUNCHERS_OFF),
-            peer.must(&format!("sh {TRACE_LAUNCHERS_OFF}"))
-        );
-        let at = results_dir().join(format!("mpi-launchers-{phase}.txt"));
-        fs::write(at, launchers).unwrap();
+        sh(&trace_off(phase));
+        peer.must(&format!("sh {}", trace_off(phase)));
         let mut threads = String::new();
         for _ in 0..2 {
             std::thread::sleep(Duration::from_secs(4));
@@ -134,6 +167,8 @@ fn span(peer: &mut Peer, jobs: usize, phase: &str) -> (Vec<u64>, f64) {
                 peer.must(&format!("sh {JOB_THREADS}"))
             );
         }
+        let net_after = net(peer);
+        threads += &format!("net before {net_before}\nnet after {net_after}\n");
         let at = results_dir().join(format!("mpi-threads-{phase}.txt"));
         fs::write(at, threads).unwrap();
     }
