@@ -467,9 +467,21 @@ pub(super) fn shares(c: &Cluster, jobs: &[u64], window: Duration) -> Vec<f64> {
     let t0 = Instant::now();
     std::thread::sleep(window);
     let dt = t0.elapsed().as_secs_f64() * 1e6 * nr_cpus() as f64;
-    cgs.iter()
+    let after: Vec<Option<u64>> = cgs.iter().map(|p| usage_us(p)).collect();
+    // A job that ended inside the window took its cgroup, and its usage,
+    // with it: a share of 0 that says nothing of the scheduler. The
+    // test's own commands are slow beside spinning jobs on emulated CPUs,
+    // so a job must spin well past the window (spin_job's secs).
+    for (&j, a) in jobs.iter().zip(&after) {
+        assert!(
+            a.is_some(),
+            "job {j} ended inside the {window:?} share window: give it a longer spin"
+        );
+    }
+    after
+        .iter()
         .zip(before)
-        .map(|(p, b)| usage_usec(p).saturating_sub(b) as f64 / dt)
+        .map(|(a, b)| a.unwrap_or(0).saturating_sub(b) as f64 / dt)
         .collect()
 }
 
@@ -481,6 +493,16 @@ pub(super) fn stats_job(slurm_id: u64) -> Option<serde_json::Value> {
     stats_jobs()
         .into_iter()
         .find(|j| j["slurm_job_id"].as_u64() == Some(slurm_id))
+}
+
+/// Cancel `jobs` and wait until they are gone: a test that measured a
+/// long spin ends it once it has its figure.
+pub(super) fn cancel(c: &Cluster, jobs: &[u64]) {
+    let _ = c
+        .cmd("scancel")
+        .args(jobs.iter().map(|j| j.to_string()))
+        .status();
+    wait_gone(c, jobs);
 }
 
 pub(super) fn wait_gone(c: &Cluster, jobs: &[u64]) {

@@ -146,15 +146,14 @@ fn a_guest_partition_job_only_harvests_beside_a_primary_job_across_an_agent_rest
     // so the cancel ends as one with the node to itself does (the primary
     // job's, next), far inside Slurm's UnkillableStepTimeout (60 s by
     // default), past which slurmd drains the node.
-    let cancel = |job: u64| {
+    let timed_cancel = |job: u64| {
         let t = Instant::now();
-        let _ = c.cmd("scancel").arg(job.to_string()).status();
-        wait_gone(&c, &[job]);
+        cancel(&c, &[job]);
         t.elapsed().as_secs_f64()
     };
-    let guest_cancel = cancel(guest);
+    let guest_cancel = timed_cancel(guest);
     let state = c.node_state();
-    let primary_cancel = cancel(primary);
+    let primary_cancel = timed_cancel(primary);
     figure(&format!(
         "slurm: the guest job cancelled beside the running primary job was gone (no job, no cgroup) in {guest_cancel:.1} s, the primary job alone afterwards in {primary_cancel:.1} s ({:.2}x); the node {state}",
         guest_cancel / primary_cancel.max(1e-3)
@@ -181,8 +180,8 @@ fn a_jobs_linger_request_demotes_it_and_never_promotes_it() {
     let agent = Agent::start(&[]);
     let c = Cluster::start();
     let n = nr_cpus();
-    let asked = c.spin_job(&["-p", "guest", "--linger=guest"], n, 10);
-    let greedy = c.spin_job(&["-p", "guest", "--linger=gang"], 1, 10);
+    let asked = c.spin_job(&["-p", "guest", "--linger=guest"], n, 60);
+    let greedy = c.spin_job(&["-p", "guest", "--linger=gang"], 1, 60);
     // The primary job's hog must be running before the window opens, or
     // the guest rightly harvests its CPU meanwhile.
     wait_hogs(&c, greedy);
@@ -208,7 +207,7 @@ fn a_jobs_linger_request_demotes_it_and_never_promotes_it() {
     let ls = agent_output(Command::new(AGENT).arg("ls"));
     let ls = String::from_utf8_lossy(&ls.stdout);
     assert!(ls.contains("--linger=gang ignored"), "{ls}");
-    wait_gone(&c, &[asked, greedy]);
+    cancel(&c, &[asked, greedy]);
     assert_no_records_left();
     drop(c);
     drop(agent);
@@ -260,8 +259,7 @@ fn on_a_configless_node_the_prolog_asks_slurmctld_through_the_fetched_config() {
         "the Prolog with a configless node's SLURM_CONF did not reach slurmctld: {line}{}",
         c.logs()
     );
-    let _ = c.cmd("scancel").arg(job.to_string()).status();
-    wait_gone(&c, &[job]);
+    cancel(&c, &[job]);
     assert_no_records_left();
     drop(c);
     drop(agent);
@@ -277,8 +275,8 @@ fn jobs_run_and_the_node_stays_up_when_the_agent_is_not_running() {
     assert_ne!(state(), "enabled", "another scheduler is still loaded");
     let c = Cluster::start();
     let n = nr_cpus();
-    let primary = c.spin_job(&["-p", "primary"], n, 10);
-    let guest = c.spin_job(&["-p", "guest", "--linger=guest"], n, 10);
+    let primary = c.spin_job(&["-p", "primary"], n, 60);
+    let guest = c.spin_job(&["-p", "guest", "--linger=guest"], n, 60);
     let s = shares(&c, &[primary, guest], Duration::from_secs(4));
     figure(&format!(
         "slurm without scx_linger (EEVDF): primary job {:.1}% of the node, guest job {:.1}%",
@@ -286,7 +284,7 @@ fn jobs_run_and_the_node_stays_up_when_the_agent_is_not_running() {
         s[1] * 100.0
     ));
     assert!(s[1] > 0.2, "the guest job got {:.2}: did it run?", s[1]);
-    wait_gone(&c, &[primary, guest]);
+    cancel(&c, &[primary, guest]);
     let job = c.spin_job(&["-p", "primary", "--linger=guest"], 1, 2);
     let started = wait_until(Duration::from_secs(60), || job_cgroup(job).is_some());
     assert!(started, "job {job} did not start: {}", c.logs());
@@ -401,8 +399,7 @@ fn parallel_jobs_are_gangs_that_take_turns_and_no_task_starves_beside_them() {
         "the two gangs overlapped {overlap:.2} s of 3 s"
     );
     assert!(s.iter().all(|x| *x > 0.15), "each gang progresses: {s:?}");
-    let _ = c.cmd("scancel").args(jobs.map(|j| j.to_string())).status();
-    wait_gone(&c, &jobs);
+    cancel(&c, &jobs);
     srun_jobs_starve_no_task(&agent, &c, &cfg);
     drop(c);
     drop(agent);
