@@ -3,9 +3,9 @@
 //! co-scheduled by the cluster rows slurmctld hands out (the config's
 //! `[rows]`), on clocks chrony keeps together.
 //!
-//! `cargo xtask test` boots two 1-vCPU guests joined by a TCP link on
-//! the host's loopback (xtask/src/vm.rs) for this module (plain TCG: the
-//! guests keep real time, which the clocks need). The first runs the
+//! `cargo xtask test` boots two 1-vCPU guests joined by a link between
+//! their QEMUs, a Unix socket on the host (xtask/src/vm.rs), for this
+//! module (plain TCG: the guests keep real time, which the clocks need). The first runs the
 //! tests; the second runs `peer_node`, which brings its end of the link
 //! up and then does what the first asks over a TCP line protocol: shell
 //! commands, its agent, a trace. Each guest knows its number from
