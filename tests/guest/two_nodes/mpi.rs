@@ -227,7 +227,7 @@ impl MpiFigures {
     pub(super) fn judge(&self) {
         let spans = match self.alone_s {
             Some(alone) => format!(
-                "span vs ideal (2x one job alone under EEVDF, {alone:.2} s, same boot) scx_linger with rows {:.2}x, EEVDF {:.2}x",
+                "span vs ideal (twice one job alone under EEVDF; alone {alone:.2} s, same boot) scx_linger with rows {:.2}x, EEVDF {:.2}x",
                 self.rows_s / (2.0 * alone),
                 self.eevdf
             ),
