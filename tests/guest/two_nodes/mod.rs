@@ -5,11 +5,11 @@
 //!
 //! `cargo xtask test` boots two 1-vCPU guests joined by a link between
 //! their QEMUs, a Unix socket on the host (xtask/src/vm.rs), for this
-//! module (plain TCG: the guests keep real time, which the clocks need). The first runs the
-//! tests; the second runs `peer_node`, which brings its end of the link
-//! up and then does what the first asks over a TCP line protocol: shell
-//! commands, its agent, a trace. Each guest knows its number from
-//! SCX_LINGER_NODE.
+//! module (plain TCG: the guests keep real time, which the clocks need).
+//! The first runs the tests; the second runs `peer_node`, which brings
+//! its end of the link up and then does what the first asks over a TCP
+//! line protocol: shell commands, its agent, a trace. Each guest knows
+//! its number from SCX_LINGER_NODE.
 //!
 //! The cluster: chronyd serving on n1 and following it on n2; munged on
 //! both with the same key; slurmctld on n1 with the package's
