@@ -10,7 +10,7 @@
 //! never mistaken for a removed one.
 
 use std::collections::{HashMap, VecDeque};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::counters::Counters;
 use super::gang_figures::{gang_stats, rotation_views};
@@ -37,15 +37,19 @@ pub struct Labelled {
     pub at: Option<Instant>,
     pub cgroups: Vec<Resolved>,
     by_id: HashMap<u64, usize>,
+    /// The newest cgroup the scan named (the largest id).
+    newest: u64,
 }
 
 impl Labelled {
     pub fn new(at: Instant, cgroups: Vec<Resolved>) -> Labelled {
         let by_id = cgroups.iter().enumerate().map(|(i, r)| (r.id, i)).collect();
+        let newest = cgroups.iter().map(|r| r.id).max().unwrap_or(0);
         Labelled {
             at: Some(at),
             cgroups,
             by_id,
+            newest,
         }
     }
 
@@ -68,6 +72,8 @@ pub struct Sampler {
     history: VecDeque<HistoryPoint>,
     prev_jobs: HashMap<u64, u64>,
     first_seen: HashMap<u64, Instant>,
+    /// The newest cgroup any scan has named (the largest id).
+    newest_named: u64,
     /// Each job's most threads on CPUs at once, over the samples.
     peak_running: HashMap<u64, u64>,
 }
@@ -139,6 +145,7 @@ impl Sampler {
             history: VecDeque::with_capacity(HISTORY + 1),
             prev_jobs: HashMap::new(),
             first_seen: HashMap::new(),
+            newest_named: 0,
             peak_running: HashMap::new(),
         }
     }
@@ -222,6 +229,7 @@ impl Sampler {
         let now = Instant::now();
         let mut jobs = Vec::new();
         let mut cpu_now = HashMap::new();
+        self.newest_named = self.newest_named.max(labelled.newest);
         for JobAccount {
             id,
             acct: ja,
@@ -230,7 +238,7 @@ impl Sampler {
         {
             let seen = *self.first_seen.entry(id).or_insert(now);
             let Some(r) = labelled.get(id) else {
-                if labelled.at.is_some_and(|at| at > seen) {
+                if account_gone(labelled.at, self.newest_named, id, seen, now) {
                     sched.forget_job(id);
                     self.first_seen.remove(&id);
                     self.peak_running.remove(&id);
@@ -328,9 +336,55 @@ fn harvest_between(from: &Reading, to: &Reading, cpus: f64) -> Option<f64> {
     harvest(tier(Class::Guest), tier(Class::Primary), cpus * wall)
 }
 
+/// How long a job account may go unnamed before an id no newer than a
+/// named cgroup's says its cgroup is gone: a live cgroup is named within
+/// the agent's settle time (at most 250 ms) or a blind rescan (1 s).
+const UNNAMED_GRACE: Duration = Duration::from_secs(3);
+
+/// Whether the cgroup of job account `id`, first seen at `seen` and
+/// absent from the latest scan (made at `scan_at`), is gone, where
+/// `newest` is the newest cgroup any scan has named. Either that scan
+/// began after the account was first seen, or the account has gone
+/// unnamed for UNNAMED_GRACE and a scan named it or a cgroup made after
+/// it: cgroup ids only grow (kernfs hands them out in order, with a
+/// generation above its 32-bit counter). A cgroup made and removed
+/// between two readings is first seen after the scan its removal
+/// caused, and without the second rule waited for the next cgroup event
+/// anywhere on the node to be forgotten.
+fn account_gone(
+    scan_at: Option<Instant>,
+    newest: u64,
+    id: u64,
+    seen: Instant,
+    now: Instant,
+) -> bool {
+    scan_at.is_some_and(|at| at > seen)
+        || (now.saturating_duration_since(seen) >= UNNAMED_GRACE && id <= newest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_account_is_forgotten_once_its_cgroup_is_known_gone() {
+        let t0 = Instant::now();
+        let later = |s: u64| t0 + Duration::from_secs(s);
+        // A scan after the first sighting did not name it: gone.
+        assert!(account_gone(Some(later(1)), 5, 9, t0, later(1)));
+        // First seen after the last scan, newer than anything it named:
+        // a cgroup the next scan will name, however long that takes.
+        assert!(!account_gone(Some(t0), 5, 9, later(1), later(60)));
+        // Older than a cgroup a scan named, but only just seen: the
+        // scan for it may still be settling.
+        assert!(!account_gone(Some(t0), 12, 9, later(1), later(2)));
+        // Named once, or older than a named cgroup, and unnamed past the
+        // grace: gone.
+        assert!(account_gone(Some(t0), 12, 9, later(1), later(4)));
+        assert!(account_gone(Some(t0), 9, 9, later(1), later(4)));
+        // No scan yet: nothing is known gone.
+        assert!(!account_gone(None, 0, 9, t0, later(60)));
+    }
 
     #[test]
     fn idle_from_proc_stat() {
