@@ -195,6 +195,18 @@ fn wait_nodes_idle() {
     assert!(idle, "the two nodes did not come up idle: {states}");
 }
 
+/// Wait up to `timeout` for slurmctld's queue to hold no job; whether it
+/// emptied.
+fn wait_queue_empty(timeout: Duration) -> bool {
+    wait_until(timeout, || {
+        Command::new("squeue")
+            .env("SLURM_CONF", slurm_conf())
+            .arg("-h")
+            .output()
+            .is_ok_and(|o| o.status.success() && o.stdout.is_empty())
+    })
+}
+
 /// The second node: join the link and do what the first asks, one line
 /// at a time, until it says bye. Not a test of its own: `cargo xtask
 /// test` runs it (`--ignored --exact`) in the second guest only.

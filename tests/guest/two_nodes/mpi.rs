@@ -10,7 +10,6 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use super::*;
@@ -190,15 +189,8 @@ fn span(peer: &mut Peer, jobs: usize, phase: &str) -> (Vec<u64>, f64) {
     // every mpirun of the node, and one that started meanwhile could
     // find the directory gone under its own (OpenMPI 4.1's
     // orte_session_dir: "A call to mkdir was unable to create...").
-    let left = wait_until(Duration::from_secs(120), || {
-        Command::new("squeue")
-            .env("SLURM_CONF", slurm_conf())
-            .arg("-h")
-            .output()
-            .is_ok_and(|o| o.status.success() && o.stdout.is_empty())
-    });
     assert!(
-        left,
+        wait_queue_empty(Duration::from_secs(120)),
         "MPI jobs {ids:?} still in slurmctld's queue 120 s after their rings ended"
     );
     let field = |t: &str, key: &str| -> f64 {

@@ -118,11 +118,10 @@ fn reconfigure(extra: &str) {
             .output()
             .unwrap_or_else(|e| panic!("{cmd}: {e}"))
     };
-    let drained = wait_until(Duration::from_secs(120), || {
-        let o = slurm("squeue", &["-h"]);
-        o.status.success() && o.stdout.is_empty()
-    });
-    assert!(drained, "jobs still in slurmctld's queue after 120 s");
+    assert!(
+        wait_queue_empty(Duration::from_secs(120)),
+        "jobs still in slurmctld's queue after 120 s"
+    );
     write_slurm_conf(extra);
     let o = slurm("scontrol", &["reconfigure"]);
     assert!(
