@@ -104,8 +104,9 @@ __hidden struct linger_gang_table *lookup_gang_table(void)
  * its members can time-share with the slot's and spin for partners that
  * are off the CPU: the collapse gangs exist to prevent. The filling order
  * is the table's (the agent's: cluster rows, then paths) and its start
- * rotates with the cycle number, so every gang is first in some cycles and
- * nodes that run the same jobs fill with the same one.
+ * is drawn from the cycle number, so each gang that may fill a slot is
+ * first in an equal share of its cycles and nodes that run the same jobs
+ * fill with the same one.
  *
  * Room is counted in CPUs, each gang taking what it may use at most (its
  * cpuset's size): exact where gangs may use any CPU, and with the

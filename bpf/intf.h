@@ -245,7 +245,7 @@ struct linger_rotation {
  * order, turn_of, nr_order: the order in which gangs fill the CPUs a
  * slot's lead leaves. order[i] is a gang number, turn_of[i] its turn;
  * each tier's gangs appear once, by turn. In cycle k, filling starts at
- * the first of them whose turn is k mod its tier's turns or later
+ * the gang whose turn is drawn from k and its tier's turns
  * (admit_first() in lib/pure.h). Turns come from what every node that
  * runs a job agrees on (its cluster row, else its path), never from the
  * node's own gang numbers, so that two nodes running the same

@@ -80,22 +80,65 @@ static inline u64 rotation_at(const struct linger_rotation *r, u64 tai,
 }
 
 /*
+ * Draws admit_first() makes before it falls back to the first gang at or
+ * after the first draw's turn. Each draw misses only when no gang of the
+ * mask has the turn drawn; with the mask's gangs holding m of T turns,
+ * all four miss in a share ((T - m) / T)^4 of cycles (1/81 for two jobs
+ * on a three-row matrix).
+ */
+#define ADMIT_DRAWS	4
+
+/*
  * Where admission starts among @mask's gangs (one tier's) in cycle number
- * @cycle_no: a position in @t's order, that of the first gang of @mask
- * whose turn is @cycle_no mod @turns or later, else of the first gang of
- * @mask (the round wraps). Every gang is first in some cycles, and nodes
- * with synchronised clocks that run the same gangs agree, whatever
- * numbers each node gave them (intf.h, struct linger_gang_table).
+ * @cycle_no: a position in @t's order. A draw takes a turn, @cycle_no
+ * mod @turns; the gang of @mask with that turn comes first. Where none
+ * has it (the slot's lead, a row nobody holds), the next draw takes the
+ * next digit of @cycle_no in base @turns, a fresh turn for the same
+ * cycle, so every turn of the mask comes first in an equal share of the
+ * cycles: each of k gangs filling a row nobody leads gets 1/k of it.
+ * Taking the next gang on after a missing turn instead gave the gang
+ * after a gap the gap's cycles too (2/3 of a free row to one of two
+ * jobs on a three-row matrix). After ADMIT_DRAWS misses, or for gangs
+ * whose turns lie past @turns (a node's own gangs beside cluster rows),
+ * the first gang at or after the first draw's turn, else the first of
+ * @mask. Nodes with synchronised clocks that run the same gangs agree,
+ * whatever numbers each node gave them (intf.h, struct
+ * linger_gang_table).
  */
 static inline u32 admit_first(const struct linger_gang_table *t, u32 turns,
 			      u64 mask, u64 cycle_no)
 {
-	u32 want = turns ? (u32)(cycle_no % turns) : 0, i, first = 0;
+	u64 held = 0, digits = cycle_no;
+	u32 want = 0, i, first = 0;
 	bool any = false;
 
 	/* The slot timer asks at every tick, gangs or none. */
 	if (!mask)
 		return 0;
+	/* Which turns below @turns (and below 64) a gang of @mask has. */
+	pure_for(i, 0, LINGER_MAX_GANGS) {
+		u32 turn;
+
+		if (i >= t->nr_order)
+			break;
+		if (!(mask & gang_bit(t->order[i])))
+			continue;
+		turn = t->turn_of[i];
+		if (turn < turns && turn < 64)
+			held |= 1ULL << turn;
+	}
+	if (turns) {
+		want = (u32)(cycle_no % turns);
+		pure_for(i, 0, ADMIT_DRAWS) {
+			u32 draw = (u32)(digits % turns);
+
+			if (draw < 64 && (held >> draw & 1)) {
+				want = draw;
+				break;
+			}
+			digits /= turns;
+		}
+	}
 	pure_for(i, 0, LINGER_MAX_GANGS) {
 		if (i >= t->nr_order)
 			break;

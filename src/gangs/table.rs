@@ -186,8 +186,9 @@ pub struct Rotation {
     pub unled: Vec<String>,
     /// The order in which the tier's gangs fill the CPUs a slot's lead
     /// leaves: (gang number, turn), by turn. In cycle k filling starts at
-    /// the first gang whose turn is k mod `turns` or later (admit_first()
-    /// in bpf/lib/pure.h). Turns come from paths, or cluster rows, which
+    /// the gang whose turn is drawn from k and `turns` (admit_first() in
+    /// bpf/lib/pure.h: each gang that may fill a slot is first in an
+    /// equal share of cycles). Turns come from paths, or cluster rows, which
     /// every node running a job agrees on; never from gang numbers.
     pub order: Vec<(usize, u32)>,
     pub turns: u32,
@@ -361,9 +362,12 @@ fn lay_out_rows(gangs: &[&GangPlace], rowless: &[String], rows: &Rows) -> Rotati
         }
     }
     // Filling order: the multi-node jobs by row (then path), which every
-    // node they run on agrees on, in turns the matrix's size; the node's
-    // own gangs after them. In a row nobody leads, nodes that run the
-    // same jobs then start filling with the same one in every cycle.
+    // node they run on agrees on, their turns their rows; the node's own
+    // gangs after them, a turn each, so that they come first as often as
+    // a job does. A node leaves a row to nobody only when it has no gangs
+    // of its own (they would lead it), so there the turns are the
+    // matrix's size on every node, and nodes that run the same jobs start
+    // filling such a row with the same one in every cycle.
     let mut order: Vec<(u32, &str, usize)> = gangs
         .iter()
         .filter_map(|g| g.row.map(|r| (r % count as u32, g.rel.as_str(), g.number)))
@@ -377,7 +381,7 @@ fn lay_out_rows(gangs: &[&GangPlace], rowless: &[String], rows: &Rows) -> Rotati
             .map(|(i, g)| (turn(i), g.rel.as_str(), g.number)),
     );
     rot.order = order.into_iter().map(|(turn, _, g)| (g, turn)).collect();
-    rot.turns = count as u32;
+    rot.turns = turn(local.len());
     let slots = rows.slot * count as u32;
     let pct = rows.open_pct.min(50);
     rot.open = slots * pct / (100 - pct);

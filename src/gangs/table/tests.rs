@@ -502,8 +502,9 @@ fn first_gang(t: &Table, tier: usize, mask: u64, cycle: u64) -> usize {
 #[test]
 fn admission_order_rotates_through_the_gangs_in_path_order() {
     // Numbered otherwise than their paths sort: the order is by path,
-    // and gang k of it comes first in cycle k (mod their number), or
-    // the next one when it has the slot.
+    // and gang k of it comes first in cycle k (mod their number). When
+    // that gang leads the slot, the next digit of the cycle number (base
+    // their number) draws again: cycle 1 draws b, then 1 / 3 = 0, a.
     let gangs: Vec<GangPlace> = [(7, "a"), (2, "b"), (5, "c")]
         .into_iter()
         .map(|(n, rel)| place(n, rel, Class::Gang))
@@ -512,10 +513,28 @@ fn admission_order_rotates_through_the_gangs_in_path_order() {
     let all = t.tiers[0].gangs;
     let firsts: Vec<usize> = (0..4).map(|c| first_gang(&t, 0, all, c)).collect();
     assert_eq!(firsts, [7, 2, 5, 7]);
-    assert_eq!(first_gang(&t, 0, all & !(1 << 2), 1), 5);
+    assert_eq!(first_gang(&t, 0, all & !(1 << 2), 1), 7);
+    assert_eq!(first_gang(&t, 0, all & !(1 << 2), 7), 5);
     assert_eq!(first_gang(&t, 0, all & !(1 << 5), 2), 7);
     let b = t.to_bpf();
     assert_eq!(pure::admit_first(&b, 0, 0, 7), 0);
+    // In each gang's slot, the other two come first equally often.
+    for lead in [7, 2, 5] {
+        let others = all & !(1 << lead);
+        let mut firsts = [0u32; 8];
+        for c in 0..81 {
+            firsts[first_gang(&t, 0, others, c)] += 1;
+        }
+        let [x, y] = [7, 2, 5]
+            .map(|g| firsts[g])
+            .into_iter()
+            .filter(|&n| n > 0)
+            .collect::<Vec<_>>()[..]
+        else {
+            panic!("slot of {lead}: {firsts:?}");
+        };
+        assert!(x.abs_diff(y) <= 1, "slot of {lead}: {firsts:?}");
+    }
     // Guest gangs follow the primaries in the BPF side's order.
     let t = lay_out(
         &[place(1, "p", Class::Gang), place(0, "g", Class::GuestGang)],
@@ -535,7 +554,9 @@ fn nodes_that_number_the_same_jobs_otherwise_fill_a_free_row_alike() {
     // Two one-CPU nodes run the two-node jobs x (row 0) and y (row 1);
     // node 2 numbered them the other way round (a gang of its own came
     // and went first). Row 2 is led by nobody on either node: in every
-    // cycle both fill it with the same job, and each job in turn.
+    // cycle both fill it with the same job, and each job in an equal
+    // share of the cycles (each its half of the row, as a fair scheduler
+    // would give it).
     let m = rows(3);
     let one = lay_out(&[rowed(0, "x", 0), rowed(1, "y", 1)], 1, 10, Some(&m), &[]);
     let two = lay_out(&[rowed(5, "x", 0), rowed(3, "y", 1)], 1, 10, Some(&m), &[]);
@@ -550,10 +571,32 @@ fn nodes_that_number_the_same_jobs_otherwise_fill_a_free_row_alike() {
         let slot = t.tiers[0].slots.iter().find(|s| s.gangs == 1 << g);
         slot.map(|s| s.names.join(",")).unwrap_or_default()
     };
-    let one_fills: Vec<String> = (0..6).map(|c| filler(&one, c)).collect();
-    let two_fills: Vec<String> = (0..6).map(|c| filler(&two, c)).collect();
+    let one_fills: Vec<String> = (0..81).map(|c| filler(&one, c)).collect();
+    let two_fills: Vec<String> = (0..81).map(|c| filler(&two, c)).collect();
     assert_eq!(one_fills, two_fills);
-    assert_eq!(one_fills, ["x", "y", "x", "x", "y", "x"]);
+    assert_eq!(one_fills[..6], ["x", "y", "x", "x", "y", "y"]);
+    let xs = one_fills.iter().filter(|f| *f == "x").count();
+    assert_eq!(
+        (xs, 81 - xs),
+        (41, 40),
+        "x fills the one cycle of 81 that all draws miss"
+    );
+    // With a gang of its own, l, node 2 leaves no row to nobody (l leads
+    // row 2), and l comes first in x's row as often as y does.
+    let l = place(2, "l", Class::Gang);
+    let two = lay_out(
+        &[rowed(5, "x", 0), rowed(3, "y", 1), l],
+        1,
+        10,
+        Some(&m),
+        &[],
+    );
+    assert!(two.tiers[0].slots.iter().all(|s| s.gangs != 0));
+    let mut firsts = [0u32; 8];
+    for c in 0..256 {
+        firsts[first_gang(&two, 0, two.tiers[0].gangs & !(1 << 5), c)] += 1;
+    }
+    assert_eq!((firsts[3], firsts[2]), (128, 128), "y and l in x's row");
 }
 
 #[test]
