@@ -27,13 +27,16 @@ const ROUNDS: &str = "3000";
 const WORK: &str = "1000";
 
 /// `mpirun -np 2` of the ring inside `cg`, as root (OpenMPI refuses root
-/// unless told twice).
+/// unless told twice), with a session directory base of its own: two
+/// OpenMPI 4.1 `mpirun`s starting at once race on the shared one
+/// (open-mpi/ompi#8510; tests/guest/two_nodes/mpi.rs).
 fn start_mpi(cg: &TestCgroup) -> Child {
     let ring = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/mpi/ring.py");
     spawn_in(
         cg,
         &format!(
-            "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 && \
+            "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+             OMPI_MCA_orte_tmpdir_base=/tmp/ompi-job.$$ && \
              exec mpirun -np 2 /usr/bin/python3 {} --rounds {ROUNDS} --work {WORK}",
             ring.display()
         ),

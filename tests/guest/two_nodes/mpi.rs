@@ -60,11 +60,17 @@ fn submit(go: &Path) -> u64 {
         "gang",
         "mpi",
         // As root (the test's user), OpenMPI asks to be told twice; its
-        // traffic goes over the nodes' link.
+        // traffic goes over the nodes' link. Each job keeps its session
+        // directory under a base of its own: two OpenMPI 4.1 `mpirun`s
+        // starting on one node at once race on the shared one
+        // (/tmp/ompi.HOST.UID), and the loser fails in orte_init, "A
+        // call to mkdir was unable to create the desired directory"
+        // (open-mpi/ompi#8510, whose workaround this is).
         &format!(
             "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
              OMPI_MCA_btl=self,tcp OMPI_MCA_btl_tcp_if_include={NET}.0/24 \
-             OMPI_MCA_oob_tcp_if_include={NET}.0/24 && \
+             OMPI_MCA_oob_tcp_if_include={NET}.0/24 \
+             OMPI_MCA_orte_tmpdir_base=/tmp/ompi-job.$SLURM_JOB_ID && \
              exec mpirun /usr/bin/python3 {} --rounds {} --work {WORK} --go {} --progress {}",
             ring.display(),
             rounds(),
@@ -184,11 +190,8 @@ fn span(peer: &mut Peer, jobs: usize, phase: &str) -> (Vec<u64>, f64) {
     });
     let texts: Vec<String> = ids.iter().map(|&id| out(id).unwrap_or_default()).collect();
     assert!(done, "MPI jobs {ids:?} did not finish: {texts:?}");
-    // The next phase starts once these jobs have left the queue: at its
-    // exit mpirun removes its session directory under /tmp, shared by
-    // every mpirun of the node, and one that started meanwhile could
-    // find the directory gone under its own (OpenMPI 4.1's
-    // orte_session_dir: "A call to mkdir was unable to create...").
+    // The next phase starts once these jobs have left the queue, so that
+    // its timing holds none of their teardown.
     assert!(
         wait_queue_empty(Duration::from_secs(120)),
         "MPI jobs {ids:?} still in slurmctld's queue 120 s after their rings ended"
