@@ -48,8 +48,10 @@
  *
  * Ordinary primaries are not starved: each primary cycle ends with an
  * open phase (open_ns, a share of the cycle set by the agent) in which
- * ordinary primaries come first and the gang whose slot is next fills
- * what they leave. With nothing ordinary to run, that gang simply starts
+ * ordinary primaries come first and one slot's gangs fill what they
+ * leave, each slot's in turn from cycle to cycle (rotation_at() in
+ * lib/pure.h), so that no gang has the phase more often than another.
+ * In the cycles where it is the next slot's, that gang simply starts
  * early.
  *
  * A gang with more runnable members than CPUs cannot run all at once. It

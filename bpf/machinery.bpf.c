@@ -101,9 +101,9 @@ static u64 place_on(struct task_ctx *tctx, s32 cpu, u64 now)
 
 /*
  * Is @tctx's task machinery while primary gangs have slots? In the open
- * phase too: the gang whose slot is next starts early on the CPUs
- * ordinary work leaves, and a task that woke after it started would wait
- * in the queue for the slot itself.
+ * phase too: a slot's gang runs there on the CPUs ordinary work leaves,
+ * and a task that woke after it started would wait in the queue for the
+ * slot itself.
  */
 static bool wants_turn(const struct task_ctx *tctx)
 {

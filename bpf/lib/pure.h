@@ -73,8 +73,20 @@ static inline u64 rotation_at(const struct linger_rotation *r, u64 tai,
 			return s->start_ns + s->len_ns - pos;
 		}
 	}
-	/* Past the last slot: the open phase, before slot 0 comes round. */
-	*mask = r->nr_slots ? r->slots[0].gangs : 0;
+	/*
+	 * Past the last slot: the open phase. The gangs of one slot lead
+	 * it, each slot's in turn from cycle to cycle (slot k's in cycle
+	 * number k mod the slots): a fixed slot's gangs would have what
+	 * ordinary work leaves of it in every cycle, a tenth of the node
+	 * more than the others. The cycle number is the clock's, so nodes
+	 * with the same table agree.
+	 */
+	*mask = 0;
+	if (r->nr_slots) {
+		u64 k = (tai / r->cycle_ns) % r->nr_slots;
+
+		*mask = r->slots[k & (LINGER_MAX_GANGS - 1)].gangs;
+	}
 	*open = true;
 	return r->cycle_ns - pos;
 }

@@ -153,9 +153,10 @@ fn two_gangs_take_turns_together_on_the_clock() {
     let mixed = mixed_ran / judged.max(1e-9);
     let mixed_stalled = (trace::total(&spans) - mixed_ran) / window.as_secs_f64();
 
-    // A gang whose slot comes next starts early, in the open phase that
-    // ends each cycle, where ordinary work goes first and may hold back a
-    // member: the skew that matters is that of starts at a slot boundary.
+    // A gang may start in the open phase that ends each cycle (each
+    // slot's gang in turn), where ordinary work goes first and may hold
+    // back a member: the skew that matters is that of starts at a slot
+    // boundary.
     let (mut skews, mut open_skews, mut offsets) = (Vec::new(), Vec::new(), Vec::new());
     for tids in [&ta, &tb] {
         for starts in period_starts(&runs, tids) {
@@ -197,8 +198,8 @@ fn two_gangs_take_turns_together_on_the_clock() {
         off90 * 1e3
     ));
 
-    // The gang whose slot follows another gang's runs nearly all of its
-    // slot; the one that starts early in the open phase shares its start
+    // A gang whose slot follows another gang's runs nearly all of its
+    // slot; one that starts in the open phase shares its start
     // with ordinary work still running there (such as the agent's
     // once-a-second stats reading). Gangs that were not co-scheduled at
     // all would come out near 50%.

@@ -308,10 +308,15 @@ fn slot_boundaries_follow_the_clock() {
     assert_eq!(slot_at(r, big + ms(250)), Some((0b01, false, ms(50))));
     let with_open = &lay_out(&gangs, 2, 20, None, &[]).tiers[0];
     assert_eq!(with_open.cycle, ms(250));
-    // The open phase runs the next slot's gangs after ordinary work.
+    // The open phase runs one slot's gangs after ordinary work, each
+    // slot's in turn: cycle 8,000 slot 0's, cycle 8,001 slot 1's.
     assert_eq!(
         slot_at(with_open, ms(2_000_000) + ms(210)),
         Some((0b01, true, ms(40)))
+    );
+    assert_eq!(
+        slot_at(with_open, ms(2_000_000) + ms(460)),
+        Some((0b10, true, ms(40)))
     );
     assert_eq!(slot_at(&Rotation::default(), big), None);
 }
