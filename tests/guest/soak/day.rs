@@ -91,6 +91,35 @@ pub(super) fn full_load(base: &Base, cg: TestCgroup, n: usize) -> f64 {
     share
 }
 
+/// Memory pressure, 10 s: two stress-ng workers each touching 30% of the
+/// node's memory, in `cg` (a guest job of the day).
+pub(super) fn memory_pressure(cg: &TestCgroup) -> Child {
+    spawn_in(
+        cg,
+        "exec stress-ng --vm 2 --vm-bytes 30% --timeout 10s --temp-path /tmp",
+    )
+}
+
+/// A fork storm, 10 s: a stress-ng fork worker for every fourth of the
+/// node's `n` CPUs, in `cg`.
+pub(super) fn fork_storm(cg: &TestCgroup, n: usize) -> Child {
+    spawn_in(
+        cg,
+        &format!(
+            "exec stress-ng --fork {} --timeout 10s --temp-path /tmp",
+            (n / 4).max(2)
+        ),
+    )
+}
+
+/// The node's last CPU (`online`, its sysfs file) offline for 3 s, then
+/// back.
+pub(super) fn cpu_off_and_back(online: &str) {
+    std::fs::write(online, "0").expect("taking a CPU offline");
+    std::thread::sleep(Duration::from_secs(3));
+    std::fs::write(online, "1").expect("bringing a CPU back");
+}
+
 pub(super) fn enable_cpuset(dir: &Path) {
     let _ = std::fs::write(dir.join("cgroup.subtree_control"), "+cpuset");
 }

@@ -15,17 +15,19 @@
 //!
 //! With the bench's baselines (`cargo xtask soak`, or `cargo xtask test
 //! --baselines`) the same mix runs first under the kernel's own scheduler
-//! (EEVDF) in the same boot, with one exit storm: what the emulator's
-//! slowness does to any scheduler shows there, and its waits and the
-//! storm's time to end are the baselines the report reads ours against.
+//! (EEVDF) in the same boot, with every event that needs no agent (an
+//! exit storm, the full load, a fork storm, memory pressure alone and
+//! beside the full load, the hotplug): what the emulator's slowness does
+//! to any scheduler shows there, and its waits and the storm's time to
+//! end are the baselines the report reads ours against.
 //! Nothing judges them, and CI's short form leaves them out.
 //!
 //! What the kernel says is checked throughout: no ejection and no kernel
 //! warning; the longest time a runnable task waited, by class, from the
 //! kernel's own sched_wakeup/sched_switch trace (windows through the whole
 //! day), within the bound docs/design.md promises, and by what the day was
-//! doing meanwhile (waits.rs: the EEVDF part runs the mix, an exit storm
-//! and the full load, so those are read against their like); every job's CPU time in
+//! doing meanwhile (waits.rs: what both parts ran is read against its
+//! like, and the whole day against EEVDF's part); every job's CPU time in
 //! `stats --json` within 2% of its cgroup's cpu.stat; BPF map entries and
 //! the agent's memory back to baseline after the churn; strict priority
 //! (the guests' share of the CPUs while primaries want all of them).
@@ -161,6 +163,7 @@ fn a_compressed_day_on_a_busy_node() {
             ),
         );
     }
+    let cpu_last = format!("/sys/devices/system/cpu/cpu{}/online", n - 1);
     // The exit storm's baseline: how long its threads take to end
     // beside this load with no BPF scheduler (on 16 emulated vCPUs that
     // share one host thread, tens of seconds).
@@ -184,6 +187,50 @@ fn a_compressed_day_on_a_busy_node() {
         progress(
             t0,
             &format!("EEVDF: full load, guests {:.1}% of the CPUs", share * 100.0),
+        );
+        // The other events that need no agent, as the scx_linger part
+        // runs them, so that their waits too are read against their like.
+        // Memory pressure runs alone and then beside the full load: the
+        // scx_linger part meets it there, since a guest's stress-ng
+        // outlasts its 10 s while primaries want every CPU.
+        let run = |what: &str, c: Child| {
+            let event = begin(what);
+            let (s, out) = run_for(10, || c);
+            end(event);
+            assert!(
+                matches!(s.code(), Some(0 | 3)),
+                "EEVDF: {what} failed ({s}): {out}"
+            );
+        };
+        let cg = TestCgroup::new(&format!("{}/forks-eevdf", root.rel));
+        run("fork storm", fork_storm(&cg, n));
+        let cg = TestCgroup::new(&format!("{}/memory-eevdf", root.rel));
+        label(&cg, "guest");
+        run("memory pressure", memory_pressure(&cg));
+        let pressure = begin("memory pressure");
+        let c = memory_pressure(&cg);
+        std::thread::sleep(Duration::from_secs(2));
+        let event = begin("full load");
+        full_load(
+            &base,
+            TestCgroup::new(&format!("{}/full-eevdf", root.rel)),
+            n,
+        );
+        end(event);
+        let (s, out) = run_for(10, || c);
+        end(pressure);
+        assert!(
+            matches!(s.code(), Some(0 | 3)),
+            "EEVDF: memory pressure failed ({s}): {out}"
+        );
+        if n > 1 {
+            let event = begin("hotplug");
+            cpu_off_and_back(&cpu_last);
+            end(event);
+        }
+        progress(
+            t0,
+            "EEVDF: fork storm, memory pressure (alone, then with the full load), hotplug done",
         );
         took
     });
@@ -232,7 +279,6 @@ fn a_compressed_day_on_a_busy_node() {
         label(&cg, if name == "memory" { "guest" } else { "primary" });
         cg
     };
-    let cpu_last = format!("/sys/devices/system/cpu/cpu{}/online", n - 1);
 
     while started.elapsed() < Duration::from_secs(secs) || !events.is_empty() {
         let now = started.elapsed();
@@ -278,9 +324,7 @@ fn a_compressed_day_on_a_busy_node() {
                     "hotplug" if n > 1 => {
                         // The kernel restarts sched_ext schedulers on a
                         // hotplug; the agent loads again at once.
-                        std::fs::write(&cpu_last, "0").expect("taking a CPU offline");
-                        std::thread::sleep(Duration::from_secs(3));
-                        std::fs::write(&cpu_last, "1").expect("bringing a CPU back");
+                        cpu_off_and_back(&cpu_last);
                         let t = Instant::now();
                         let back = wait_until(slow_limit(n), || state() == "enabled");
                         assert!(back, "no scheduler after the hotplug: {}", agent.output());
@@ -311,31 +355,12 @@ fn a_compressed_day_on_a_busy_node() {
                     }
                     "fork storm" => {
                         let cg = event_cgroup("forks");
-                        helpers.push((
-                            event,
-                            spawn_in(
-                                &cg,
-                                &format!(
-                                    "exec stress-ng --fork {} --timeout 10s --temp-path /tmp",
-                                    (n / 4).max(2)
-                                ),
-                            ),
-                            "fork storm",
-                            10,
-                        ));
+                        helpers.push((event, fork_storm(&cg, n), "fork storm", 10));
                         event_cgroups.push(cg);
                     }
                     "memory pressure" => {
                         let cg = event_cgroup("memory");
-                        helpers.push((
-                            event,
-                            spawn_in(
-                                &cg,
-                                "exec stress-ng --vm 2 --vm-bytes 30% --timeout 10s --temp-path /tmp",
-                            ),
-                            "memory pressure",
-                            10,
-                        ));
+                        helpers.push((event, memory_pressure(&cg), "memory pressure", 10));
                         event_cgroups.push(cg);
                     }
                     "burst" => {

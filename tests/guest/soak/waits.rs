@@ -7,7 +7,7 @@
 //! ran during it, or to the mix alone, and the report reads like against
 //! like.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -100,6 +100,22 @@ pub(super) struct Waits {
     pub(super) windows: u64,
 }
 
+/// Each class's longest wait under scx_linger against EEVDF's, as
+/// `longest` gives them by phase and class; None where no class has both.
+fn against(longest: &dyn Fn(&str, &str) -> Option<f64>) -> Option<String> {
+    let l: Vec<String> = ["primary", "system", "guest", "gang", "guest-gang"]
+        .iter()
+        .filter_map(|c| {
+            let (ours, eevdf) = (longest("scx_linger", c)?, longest("eevdf", c)?);
+            Some(format!(
+                "{c} {ours:.3} s / {eevdf:.3} s ({:.2}x)",
+                ours / eevdf.max(1e-3)
+            ))
+        })
+        .collect();
+    (!l.is_empty()).then(|| l.join(", "))
+}
+
 fn keep_longest<K: Ord>(map: &mut BTreeMap<K, Longest>, key: K, secs: f64, who: &str) {
     let e = map.entry(key).or_insert((0.0, String::new()));
     if secs > e.0 {
@@ -109,8 +125,8 @@ fn keep_longest<K: Ord>(map: &mut BTreeMap<K, Longest>, key: K, secs: f64, who: 
 
 impl Waits {
     /// The report's lines on what ran while tasks waited longest: a line
-    /// for each phase and what ran, and the mix alone read against
-    /// EEVDF's class by class.
+    /// for each phase and what ran; then, class by class, scx_linger's
+    /// against EEVDF's for what both parts ran, and over the whole day.
     pub(super) fn report(&self) -> Vec<String> {
         let mut by_what: BTreeMap<(&str, &str), Vec<String>> = BTreeMap::new();
         for ((phase, what, class), (s, who)) in &self.during {
@@ -125,25 +141,31 @@ impl Waits {
                 format!("longest waits during {what}, {phase}: {}", waits.join(", "))
             })
             .collect();
-        let mix = |phase: &str, class: &str| {
-            self.during
-                .get(&(phase.into(), MIX_ALONE.into(), class.into()))
-                .map(|l| l.0)
-        };
-        let against: Vec<String> = ["primary", "system", "guest", "gang", "guest-gang"]
-            .iter()
-            .filter_map(|c| {
-                let (ours, eevdf) = (mix("scx_linger", c)?, mix("eevdf", c)?);
-                Some(format!(
-                    "{c} {ours:.3} s / {eevdf:.3} s ({:.2}x)",
-                    ours / eevdf.max(1e-3)
-                ))
-            })
+        // Like against like: each set of events both parts ran, then the
+        // whole day (the events only scx_linger's part runs included).
+        let whats: BTreeSet<&str> = self
+            .during
+            .keys()
+            .filter(|(p, _, _)| p == "eevdf")
+            .map(|(_, w, _)| w.as_str())
             .collect();
-        if !against.is_empty() {
+        for what in whats {
+            let during = |phase: &str, class: &str| {
+                self.during
+                    .get(&(phase.into(), what.into(), class.into()))
+                    .map(|l| l.0)
+            };
+            if let Some(l) = against(&during) {
+                lines.push(format!(
+                    "longest wait during {what}, scx_linger / EEVDF: {l}"
+                ));
+            }
+        }
+        let day =
+            |phase: &str, class: &str| self.longest.get(&(phase.into(), class.into())).map(|l| l.0);
+        if let Some(l) = against(&day) {
             lines.push(format!(
-                "longest wait in the mix alone, scx_linger / EEVDF: {}",
-                against.join(", ")
+                "longest wait over the day, scx_linger / EEVDF: {l}"
             ));
         }
         lines

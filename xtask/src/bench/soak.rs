@@ -30,7 +30,8 @@ pub struct SoakArgs {
     #[arg(long, default_value = "2s4c2t2n")]
     pub shape: Shape,
     /// How long the day runs under scx_linger, in minutes (EEVDF runs
-    /// the same mix first for a fifth of it, 10 s to 2 minutes).
+    /// the same mix first for a fifth of it, 10 s to 2 minutes, and then
+    /// the events that need no agent).
     #[arg(long, default_value_t = 30)]
     pub minutes: u64,
     /// How many cgroups the burst makes at once.
