@@ -18,8 +18,6 @@ A=$1 B=$2 BIN=$3 ROUNDS=${4:-2} SECS=${5:-10}
 AGENT=$A
 . "$(dirname "$0")/lib.sh"
 start_filling_gangs "$A"
-T=/sys/kernel/tracing
-mountpoint -q $T || mount -t tracefs nodev $T || exit 1
 (while true; do echo 1 > /proc/sys/vm/compact_memory; sleep 0.05; done) &
 gen=$!
 
@@ -28,14 +26,7 @@ for r in $(seq "$ROUNDS"); do
 		if [ $who = A ]; then AGENT=$A; else AGENT=$B; fi
 		start_sched linger
 		settle
-		echo 0 > $T/tracing_on
-		echo 4096 > $T/buffer_size_kb
-		echo 1 > $T/events/sched/sched_wakeup/enable
-		echo 1 > $T/events/sched/sched_switch/enable
-		echo > $T/trace
-		echo 1 > $T/tracing_on
-		sleep "$SECS"
-		echo 0 > $T/tracing_on
+		trace_switches "$SECS"
 		# Each per-CPU kernel thread's wait, wake-up to switch-in (us).
 		awk '
 		/sched_wakeup:/ {
@@ -52,13 +43,7 @@ for r in $(seq "$ROUNDS"); do
 			ts = $0; sub(/: sched_switch.*/, "", ts); n = split(ts, a, " ")
 			printf "%d\n", (a[n] - woke[p]) * 1e6
 			delete woke[p]
-		}' $T/trace | sort -n > /tmp/kthread-waits
-		awk -v tag="$who r$r" '{ w[NR] = $1 } END {
-			printf "%s kthread wake-ups=%d p50=%d p99=%d max=%d us\n", tag, NR,
-				w[int(NR * 0.5) + 1], w[int(NR * 0.99) + 1], w[NR]
-		}' /tmp/kthread-waits
-		echo 0 > $T/events/sched/sched_wakeup/enable
-		echo 0 > $T/events/sched/sched_switch/enable
+		}' $T/trace | sort -n | wait_summary "$who r$r kthread wake-ups"
 		stop_sched
 	done
 done

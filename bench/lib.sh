@@ -172,3 +172,30 @@ cyclictest_other() {
 		return 1
 	}
 }
+
+# trace_switches SECS [KB]: SECS seconds of the kernel's sched_wakeup and
+# sched_switch events, left in $T/trace for the caller to read (KB: the
+# per-CPU buffer, 4096 by default).
+T=/sys/kernel/tracing
+trace_switches() {
+	mountpoint -q $T || mount -t tracefs nodev $T || exit 1
+	echo 0 > $T/tracing_on
+	echo "${2:-4096}" > $T/buffer_size_kb
+	echo 1 > $T/events/sched/sched_wakeup/enable
+	echo 1 > $T/events/sched/sched_switch/enable
+	echo > $T/trace
+	echo 1 > $T/tracing_on
+	sleep "$1"
+	echo 0 > $T/tracing_on
+	echo 0 > $T/events/sched/sched_wakeup/enable
+	echo 0 > $T/events/sched/sched_switch/enable
+}
+
+# wait_summary LABEL: waits in us, one a line and sorted, on stdin; prints
+# LABEL=count and their p50, p99 and longest.
+wait_summary() {
+	awk -v label="$1" '{ w[NR] = $1 } END {
+		printf "%s=%d p50=%d p99=%d max=%d us\n", label, NR,
+			w[int(NR * 0.5) + 1], w[int(NR * 0.99) + 1], w[NR]
+	}'
+}

@@ -47,19 +47,10 @@ gang j1 2
 gang j2 2
 gang j3 2
 bound="gang0 gang1 gg"
-T=/sys/kernel/tracing
-mountpoint -q $T || mount -t tracefs nodev $T || exit 1
 
 # Read SECS s of the kernel's trace; print cyclictest's waits as TAG.
 waits() {
-	echo 0 > $T/tracing_on
-	echo 16384 > $T/buffer_size_kb
-	echo 1 > $T/events/sched/sched_wakeup/enable
-	echo 1 > $T/events/sched/sched_switch/enable
-	echo > $T/trace
-	echo 1 > $T/tracing_on
-	sleep "$SECS"
-	echo 0 > $T/tracing_on
+	trace_switches "$SECS" 16384
 	awk '
 	function ts(line, a, n) { sub(/: sched_.*/, "", line); n = split(line, a, " "); return a[n] + 0 }
 	/sched_wakeup:/ {
@@ -77,13 +68,7 @@ waits() {
 		if (!(p in since)) next
 		printf "%d\n", (ts($0) - since[p]) * 1e6
 		delete since[p]
-	}' $T/trace | sort -n > /tmp/cyc-waits
-	awk -v tag="$1" '{ w[NR] = $1 } END {
-		printf "%s cyclictest waits=%d p50=%d p99=%d max=%d us\n", tag, NR,
-			w[int(NR * 0.5) + 1], w[int(NR * 0.99) + 1], w[NR]
-	}' /tmp/cyc-waits
-	echo 0 > $T/events/sched/sched_wakeup/enable
-	echo 0 > $T/events/sched/sched_switch/enable
+	}' $T/trace | sort -n | wait_summary "$1 cyclictest waits"
 }
 
 for who in EEVDF A B; do
