@@ -112,9 +112,9 @@ static inline u64 rotation_at(const struct linger_rotation *r, u64 tai,
  * after a gap the gap's cycles too (2/3 of a free row to one of two
  * jobs on a three-row matrix). After ADMIT_DRAWS misses (or for turns
  * past 63, which no table of LINGER_MAX_GANGS gangs gives), the first
- * gang at or after the first draw's turn, else the first of @mask. Nodes with synchronised clocks that run the same gangs agree,
- * whatever numbers each node gave them (intf.h, struct
- * linger_gang_table).
+ * gang at or after the first draw's turn, else the first of @mask.
+ * Nodes with synchronised clocks that run the same gangs agree, whatever
+ * numbers each node gave them (intf.h, struct linger_gang_table).
  */
 static inline u32 admit_first(const struct linger_gang_table *t, u32 turns,
 			      u64 mask, u64 cycle_no)

@@ -190,9 +190,9 @@ fn a_compressed_day_on_a_busy_node() {
         );
         // The other events that need no agent, as the scx_linger part
         // runs them, so that their waits too are read against their like.
-        // Memory pressure runs alone and then beside the full load: the
-        // scx_linger part meets it there, since a guest's stress-ng
-        // outlasts its 10 s while primaries want every CPU.
+        // Memory pressure runs alone and then beside the full load, where
+        // the scx_linger part may meet it: a guest's stress-ng outlasts
+        // its 10 s while primaries want every CPU.
         let run = |what: &str, c: Child| {
             let event = begin(what);
             let (s, out) = run_for(10, || c);
