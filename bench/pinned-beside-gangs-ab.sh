@@ -7,9 +7,9 @@
 # small: CPU-bound primaries on a quarter of the CPUs, guests on half,
 # cyclictest (SCHED_OTHER, a thread per eight CPUs, each pinned to one CPU
 # from CPU 0, waking every 2 ms), and gang jobs of barrier threads that
-# nap every 100 rounds: one of two threads bound to CPUs 0-1 (where
-# cyclictest's threads are), one of four bound to CPUs 2-3, two of two
-# unbound, and a guest-gang of two. Each run reads SECS seconds of
+# nap every 100 rounds: one of two threads bound to J1_CPUS (CPUs 0-1,
+# where cyclictest's threads are, unless given; `all`: unbound), one of
+# four bound to CPUs 2-3, two of two unbound, and a guest-gang of two. Each run reads SECS seconds of
 # sched_wakeup and sched_switch with the mix alone, then again under full
 # primary load (one CPU-bound primary per CPU and one more, with the
 # bound gangs and the guest-gang frozen, as the soak's full load). Runs:
@@ -19,9 +19,9 @@
 #
 # usage (in the guest, on a node-shaped guest of single-threaded TCG:
 # `cargo xtask vm --topology 2s4c2t2n --single-thread --mem 8G -- ...`):
-#   pinned-beside-gangs-ab.sh AGENT_A AGENT_B BIN_DIR [SECS]
+#   pinned-beside-gangs-ab.sh AGENT_A AGENT_B BIN_DIR [SECS [J1_CPUS]]
 set -u
-A=$1 B=$2 BIN=$3 SECS=${4:-8}
+A=$1 B=$2 BIN=$3 SECS=${4:-8} J1_CPUS=${5:-0-1}
 AGENT=$A
 . "$(dirname "$0")/lib.sh"
 stage_bins
@@ -30,7 +30,7 @@ setup_cgroups
 echo +cpuset > $CG/cgroup.subtree_control
 echo +cpuset > $CG/bench/cgroup.subtree_control
 for c in cpu lat full gang0 gang1 gg j1 j2 j3; do mkdir -p $CG/bench/$c || exit 1; done
-echo 0-1 > $CG/bench/j1/cpuset.cpus
+[ "$J1_CPUS" = all ] || echo "$J1_CPUS" > $CG/bench/j1/cpuset.cpus
 echo 2-3 > $CG/bench/gang1/cpuset.cpus
 for _ in $(seq $((NCPU / 4))); do (run_in $CG/bench/cpu "$BIN/spin") > /dev/null 2>&1 & done
 for _ in $(seq $((NCPU / 2))); do (run_in $CG/bench/guest "$BIN/spin") > /dev/null 2>&1 & done

@@ -142,9 +142,10 @@ struct relief_cpu {
  * running: the gang (enum linger_gang_ref) of the member on it, set by
  * the CPU itself. reserved: a waking member of that gang kicked this CPU
  * and will take it. released: a higher sched class (RT, deadline, stop)
- * holds the CPU. swap_to: a home swap (gang_run.bpf.c): the member of
- * gang swap_gang on this CPU goes to CPU swap_to - 1 at its next
- * enqueue().
+ * holds the CPU. swap_to: a swap (gang_run.bpf.c): the member of gang
+ * swap_gang on this CPU goes to CPU swap_to - 1 at its next enqueue().
+ * pinned_at: when ordinary primary work that may run only here last
+ * waited or began a slice here (gang_run.bpf.c: pinned work).
  */
 struct cpu_gang {
 	u32	running;
@@ -153,6 +154,7 @@ struct cpu_gang {
 	u32	swap_to;
 	u32	swap_gang;
 	u64	swap_at;
+	u64	pinned_at;
 	bool	released;
 };
 

@@ -208,12 +208,6 @@ __noinline u64 gang_admit(u32 tier)
 			   tier == LINGER_TIER_GUEST ? admit_fill_guest : admit_fill_primary);
 }
 
-/* Active, and admitted into its slot: its members may run now. */
-__hidden bool gang_may_run(u32 tier, u32 g)
-{
-	return gang_admitted(tier) & gang_bit(g);
-}
-
 /* A member of a gang with a slot, waiting for that slot: it must not run. */
 __hidden bool waits_for_slot(const struct task_ctx *tctx)
 {

@@ -140,7 +140,15 @@ static __always_inline u64 gang_admitted(u32 tier)
 		return admit_cache[t];
 	return gang_admit_afresh(t);
 }
-bool gang_may_run(u32 tier, u32 g);
+/*
+ * Active, and admitted into its slot: its members may run now. Inlined:
+ * a call would be a frame more in chains that reach the verifier's
+ * limit of eight (a member's look for room, from dispatch()).
+ */
+static __always_inline bool gang_may_run(u32 tier, u32 g)
+{
+	return gang_admitted(tier) & gang_bit(g);
+}
 /* Gang @g's home LLC (see gang.bpf.c), or LINGER_NO_HOME. */
 u32 gang_home_of(u32 g);
 bool waits_for_slot(const struct task_ctx *tctx);

@@ -80,11 +80,11 @@ __noinline bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
 }
 
 /*
- * Claim @cpu for gang @g and kick it; false if another member got it
- * first. A function of its own, verified once rather than at each of
- * gang_make_room()'s looks.
+ * Reserve @cpu for gang @g; false if another member got it first. The
+ * caller kicks it, or sends the member there itself. A function of its
+ * own, verified once rather than at each caller.
  */
-__noinline bool gang_claim(s32 cpu, u32 g, u64 kick)
+__noinline bool gang_claim(s32 cpu, u32 g)
 {
 	struct cpu_gang *cg = lookup_cpu_gang(cpu);
 	u64 now = scx_bpf_now();
@@ -97,8 +97,6 @@ __noinline bool gang_claim(s32 cpu, u32 g, u64 kick)
 	    __sync_val_compare_and_swap(&cg->reserved, old, gang_ref(g)) != old)
 		return false;
 	cg->reserved_at = now;
-	scx_bpf_kick_cpu(cpu, kick);
-	stat_inc(LINGER_STAT_GANG_KICK);
 	return true;
 }
 
@@ -109,47 +107,146 @@ static bool in_home(s32 cpu, u32 home)
 }
 
 /*
+ * Ordinary work pinned where members run. A task that may run on one CPU
+ * only (rt-tests' cyclictest pins a thread per CPU from CPU 0; a site's
+ * per-CPU pollers; a job in a one-CPU cpuset) has nowhere else to go when
+ * a member holds that CPU: relief and the open phase are all it gets, and
+ * relief cannot carry a task that wakes every few milliseconds
+ * (bench/results/soak-runs.md). A member whose gang may run elsewhere
+ * has the choice, so it makes it: a CPU where such work waited or began
+ * a slice within GANG_PINNED_NS is the last a member takes
+ * (gang_take_room()), and a member on one leaves it for a CPU that is not,
+ * when one is free for it: at its slice's end, or at once when the pinned
+ * task queues there (gang_kick_pinned()). The gang loses a migration, not
+ * CPU time; with nowhere better the member stays, and relief is what the
+ * pinned task gets, as before.
+ */
+static bool pinned_recently(const struct cpu_gang *cg, u64 now)
+{
+	return cg->pinned_at && now - cg->pinned_at < GANG_PINNED_NS;
+}
+
+/*
+ * What taking a CPU costs a member, lowest first: an idle CPU, one
+ * running a guest, one whose task is pushed off (an ordinary primary in
+ * the gang's own slot, a filler, a guest gang's member); each outside
+ * the gang's home after the same inside it; and any CPU ordinary work is
+ * pinned to after every other.
+ */
+#define ROOM_FAR	1
+#define ROOM_GUEST	2
+#define ROOM_EVICT	4
+#define ROOM_PINNED	8
+#define ROOM_ANY	16
+
+/*
+ * What taking @cpu costs a member of gang @g (of @tier), or ROOM_ANY if
+ * it may not. Global, with scalars only: verified once, and its result
+ * is a number the walk below does not follow value by value.
+ */
+__noinline u32 room_cost(s32 cpu, u32 tier, u32 g)
+{
+	bool evict = tier == LINGER_TIER_PRIMARY && !gang_open;
+	bool lead = tier_active(tier) & gang_bit(g), idle;
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	const struct cpumask *idle_cpus;
+	u32 cost;
+
+	if (!cg)
+		return ROOM_ANY;
+	idle_cpus = scx_bpf_get_idle_cpumask();
+	idle = bpf_cpumask_test_cpu(cpu, idle_cpus);
+	scx_bpf_put_idle_cpumask(idle_cpus);
+	if (idle)
+		cost = 0;
+	else if (cpu_free_for(cpu, tier, evict, lead))
+		cost = cpu_runs_guest(cpu) ? ROOM_GUEST : ROOM_EVICT;
+	else
+		return ROOM_ANY;
+	if (!in_home(cpu, gang_home_of(g)))
+		cost += ROOM_FAR;
+	if (pinned_recently(cg, scx_bpf_now()))
+		cost += ROOM_PINNED;
+	return cost;
+}
+
+/*
+ * Find gang @g's member @p (of @tier) the cheapest CPU it may take, below
+ * @below, and reserve it: kicked (@kick), or left for the caller to send
+ * @p there. The walk starts after @p's CPU and ends with it, so that
+ * members spread where costs tie (its own CPU is free for it only while
+ * it waits). Returns the CPU, or -1. Global: verified once, with the walk.
+ */
+__noinline s32 gang_take_room(struct task_struct *p __arg_trusted, u32 g,
+			      u32 tier, u32 below, bool kick)
+{
+	u32 nr_cpus = scx_bpf_nr_cpu_ids(), i, on = scx_bpf_task_cpu(p);
+	s32 best = -1;
+	bool idle;
+
+	if (nr_cpus > LINGER_MAX_CPUS)
+		nr_cpus = LINGER_MAX_CPUS;
+	bpf_for(i, 1, nr_cpus + 1) {
+		s32 cpu = (on + i) % nr_cpus;
+		u32 cost;
+
+		if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+			continue;
+		cost = room_cost(cpu, tier, g);
+		if (cost >= below)
+			continue;
+		below = cost;
+		best = cpu;
+		if (!cost)
+			break;
+	}
+	if (best < 0)
+		return -1;
+	idle = !(below & (ROOM_GUEST | ROOM_EVICT));
+	if (idle && !scx_bpf_test_and_clear_cpu_idle(best))
+		return -1;
+	if (!gang_claim(best, g)) {
+		/* An idle CPU whose claim is lost: give it back. */
+		if (idle)
+			scx_bpf_kick_cpu(best, SCX_KICK_IDLE);
+		return -1;
+	}
+	if (kick) {
+		scx_bpf_kick_cpu(best, idle ? SCX_KICK_IDLE : SCX_KICK_PREEMPT);
+		stat_inc(LINGER_STAT_GANG_KICK);
+	}
+	return best;
+}
+
+/*
  * @p, a member of active gang @g, was queued on its gang's DSQ: find it a
  * CPU at once, so that a member back from a wait takes its place again.
- * In its gang's home LLC first (gang.bpf.c), at each step below.
+ * Its last CPU first, else the cheapest (gang_take_room()), a second look
+ * if another member took that one meanwhile.
  */
 static void gang_make_room(struct task_struct *p, u32 g, u32 tier)
 {
 	bool evict_primary = tier == LINGER_TIER_PRIMARY && !gang_open;
 	bool lead = tier_active(tier) & gang_bit(g);
-	s32 cpu = scx_bpf_task_cpu(p), pass;
-	u32 nr_cpus = scx_bpf_nr_cpu_ids(), home = gang_home_of(g);
-
-	/* Its last CPU: warm cache, and usually a back-filler holds it. */
-	if (in_home(cpu, home) && bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
-	    cpu_free_for(cpu, tier, evict_primary, lead) &&
-	    gang_claim(cpu, g, SCX_KICK_PREEMPT))
-		return;
-
-	cpu = pick_idle_near(p, home, 0);
-	if (cpu >= 0 && gang_claim(cpu, g, SCX_KICK_IDLE))
-		return;
+	s32 cpu = scx_bpf_task_cpu(p);
+	struct cpu_gang *cg = lookup_cpu_gang(cpu);
+	u32 try;
 
 	/*
-	 * Guests first, then (in its own slot) ordinary primaries; in each,
-	 * the home's CPUs (even passes), then any (odd).
+	 * Its last CPU: warm cache, and usually a back-filler holds it. Not
+	 * one ordinary work is pinned to: that has nowhere else to go.
 	 */
-	bpf_for(pass, 0, 4) {
-		bool near = !(pass & 1), evict = pass >= 2 && evict_primary;
-
-		if (near && home == LINGER_NO_HOME)
-			continue;
-		bpf_for(cpu, 0, nr_cpus) {
-			if (cpu >= LINGER_MAX_CPUS)
-				break;
-			if ((near && !in_home(cpu, home)) ||
-			    !bpf_cpumask_test_cpu(cpu, p->cpus_ptr) ||
-			    (pass < 2 && !cpu_runs_guest(cpu)) ||
-			    !cpu_free_for(cpu, tier, evict, lead))
-				continue;
-			if (gang_claim(cpu, g, SCX_KICK_PREEMPT))
-				return;
-		}
+	if (cg && in_home(cpu, gang_home_of(g)) &&
+	    bpf_cpumask_test_cpu(cpu, p->cpus_ptr) &&
+	    !pinned_recently(cg, scx_bpf_now()) &&
+	    cpu_free_for(cpu, tier, evict_primary, lead) && gang_claim(cpu, g)) {
+		scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+		stat_inc(LINGER_STAT_GANG_KICK);
+		return;
+	}
+	bpf_for(try, 0, 2) {
+		if (gang_take_room(p, g, tier, ROOM_ANY, true) >= 0)
+			return;
 	}
 	stat_inc(LINGER_STAT_GANG_NO_ROOM);
 }
@@ -271,6 +368,57 @@ __noinline bool gang_send_home(struct task_struct *p __arg_trusted,
 		return true;
 	}
 	return false;
+}
+
+/*
+ * @p, a member that gang_dispatch() would keep on @cpu: if ordinary work
+ * is pinned to @cpu and a CPU that is not is free for @p, reserve that
+ * one and mark the swap, as a home swap does (@p goes at its enqueue()).
+ * True: @p goes, and dispatch() goes on without it, so that the work
+ * pinned here runs now. Called by dispatch() itself, as gang_send_home().
+ */
+__noinline bool gang_leave_pinned(struct task_struct *p __arg_trusted,
+				  const struct task_ctx *tctx, s32 cpu, u64 now)
+{
+	struct cpu_gang *mine = lookup_cpu_gang(cpu);
+	u32 g;
+	s32 to;
+
+	if (!tctx || !mine || tctx->cls.tier != LINGER_TIER_PRIMARY ||
+	    p->nr_cpus_allowed <= 1 ||
+	    !pinned_recently(mine, now) || swap_live(mine, now))
+		return false;
+	g = gang_of_ref(sched_gang(tctx));
+	to = gang_take_room(p, g, tctx->cls.tier, ROOM_PINNED, false);
+	if (to < 0)
+		return false;
+	if (!swap_mark(mine, gang_ref(g), to, now)) {
+		/* The reservation lapses; an idle CPU's claim goes back. */
+		scx_bpf_kick_cpu(to, SCX_KICK_IDLE);
+		return false;
+	}
+	stat_inc(LINGER_STAT_GANG_PIN_SWAP);
+	return true;
+}
+
+/*
+ * enqueue() of @p, ordinary primary work that may run only on @cpu and
+ * waits for it: if a member of a primary gang holds @cpu, kick it, so
+ * that its dispatch() sends the member elsewhere if it can
+ * (gang_leave_pinned()) or gives a relief turn. True if kicked.
+ */
+__hidden bool gang_kick_pinned(const struct task_struct *p, s32 cpu)
+{
+	struct cpu_gang *cg;
+
+	if (!scheduled_primary || p->nr_cpus_allowed != 1 || (p->flags & PF_KTHREAD))
+		return false;
+	cg = lookup_cpu_gang(cpu);
+	if (!cg || !cg->running || gang_open ||
+	    !(gang_admitted(LINGER_TIER_PRIMARY) & gang_bit(gang_of_ref(cg->running))))
+		return false;
+	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
+	return true;
 }
 
 /*

@@ -16,6 +16,9 @@ void gang_enqueue(struct task_struct *p, struct task_ctx *tctx, u32 gang, u64 en
 bool gang_send_home(struct task_struct *p __arg_trusted, const struct task_ctx *tctx,
 		    s32 cpu, u64 now);
 bool gang_swap_enqueue(struct task_struct *p, const struct task_ctx *tctx, u64 enq_flags);
+bool gang_leave_pinned(struct task_struct *p __arg_trusted, const struct task_ctx *tctx,
+		       s32 cpu, u64 now);
+bool gang_kick_pinned(const struct task_struct *p, s32 cpu);
 /* What gang_dispatch() did with the CPU. */
 enum gang_dispatch {
 	GANG_NOTHING,		/* no member for it: the caller goes on */
@@ -84,6 +87,37 @@ static __always_inline void gang_note_stopping(s32 cpu, bool runnable)
 
 	if (!runnable && cg && cg->running)
 		cg->running = 0;
+}
+
+/*
+ * How long a CPU counts as one ordinary work is pinned to after such work
+ * last waited or began a slice there (gang_run.bpf.c: pinned work).
+ * Long beside a pinned task's period (cyclictest's 1-2 ms, a daemon's
+ * second), so that members do not drift back between its wake-ups; a
+ * mark that outlives its task costs only a member's first choice.
+ */
+#define GANG_PINNED_NS		(1000 * 1000 * 1000ULL)
+
+/*
+ * Ordinary primary work (@tctx's task @p) queues or begins a slice on
+ * @cpu: if it may run nowhere else, mark the CPU for the members. Only
+ * with primary gangs scheduled, and at most every GANG_PINNED_NS / 8:
+ * other CPUs read the line. Not a kernel thread: every CPU has per-CPU
+ * ones, and the node's machinery has its own turn (machinery.bpf.c).
+ */
+static __always_inline void gang_note_pinned(const struct task_struct *p,
+					     const struct task_ctx *tctx, s32 cpu)
+{
+	struct cpu_gang *cg;
+	u64 now;
+
+	if (!scheduled_primary || p->nr_cpus_allowed != 1 ||
+	    (p->flags & PF_KTHREAD) || sched_gang(tctx) != LINGER_GANG_NONE)
+		return;
+	cg = lookup_cpu_gang(cpu);
+	now = scx_bpf_now();
+	if (cg && now - cg->pinned_at > GANG_PINNED_NS / 8)
+		cg->pinned_at = now;
 }
 
 /* dispatch() begins: a reservation on this CPU has served its purpose. */

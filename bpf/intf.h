@@ -9,6 +9,7 @@
 
 #ifndef __VMLINUX_H__
 typedef unsigned char u8;
+typedef unsigned short u16;
 typedef unsigned int u32;
 typedef int s32;
 typedef unsigned long long u64;
@@ -65,7 +66,7 @@ enum linger_consts {
 	LINGER_MAX_LABELS	= 65536,
 	/* Deepest cgroup nesting the class lookup walks up through. */
 	LINGER_MAX_CGRP_LEVEL	= 32,
-	/* CPUs the per-CPU state array covers. */
+	/* CPUs the per-CPU state array covers: a power of two (a mask bounds a CPU). */
 	LINGER_MAX_CPUS		= 1024,
 	/*
 	 * Gangs (co-scheduled jobs) the slot table can hold at once. A gang
@@ -351,6 +352,7 @@ enum linger_stat {
 	LINGER_STAT_BW_THROTTLE,	/* task held back: its cgroup used its cpu.max quota */
 	LINGER_STAT_READER_GRANT,	/* guest inside an RCU read-side section given a slice */
 	LINGER_STAT_MACHINERY,		/* the node's machinery woke onto a gang member's CPU */
+	LINGER_STAT_GANG_PIN_SWAP,	/* member sent off a CPU ordinary work is pinned to */
 	LINGER_NR_STATS,
 };
 

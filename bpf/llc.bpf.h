@@ -30,7 +30,12 @@ static __always_inline u32 cpu_llc_of(s32 cpu)
 
 	if (cpu < 0 || cpu >= LINGER_MAX_CPUS)
 		return 0;
-	llc = cpu_llc[cpu];
+	/*
+	 * A no-op mask (LINGER_MAX_CPUS is a power of two) that keeps the
+	 * bound where the compiler indexes with a sign-extended copy of
+	 * @cpu, whose bound the verifier does not carry over.
+	 */
+	llc = cpu_llc[cpu & (LINGER_MAX_CPUS - 1)];
 	return llc < nr_llcs && llc < LINGER_MAX_LLCS ? llc : 0;
 }
 /*

@@ -188,6 +188,8 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 	llc = cpu_llc_of(cpu);
 	p->scx.dsq_vtime = task_queue_vtime(p, tctx, tier, llc);
 	if (tier == LINGER_TIER_PRIMARY) {
+		/* Work pinned to this CPU: the members leave it if they can. */
+		gang_note_pinned(p, tctx, cpu);
 		/*
 		 * Its own CPU is idle (a task on one CPU skips select_cpu(), and
 		 * a CPU may have gone idle since it ran): claim it and go to its
@@ -306,10 +308,14 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	/*
-	 * No idle CPU: a primary takes one from a guest, else, woken during
-	 * a gang slot, one from a gang member for a relief turn.
+	 * No idle CPU: a primary takes one from a guest, else, pinned to a
+	 * CPU a gang member holds, kicks the member to leave (gang_run.bpf.c:
+	 * pinned work), else, woken during a gang slot, takes one from a
+	 * member for a relief turn (the kicked member's dispatch() gives
+	 * that turn too).
 	 */
-	if (tier == LINGER_TIER_PRIMARY && !preempt_guest_for(p))
+	if (tier == LINGER_TIER_PRIMARY && !preempt_guest_for(p) &&
+	    !gang_kick_pinned(p, cpu))
 		relief_kick(p, tctx, enq_flags);
 }
 

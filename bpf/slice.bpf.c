@@ -8,6 +8,7 @@
 #include "bandwidth.bpf.h"
 #include "gang.bpf.h"
 #include "gang_run.bpf.h"
+#include "llc.bpf.h"
 #include "machinery.bpf.h"
 #include "preempt.bpf.h"
 #include "relief.bpf.h"
@@ -77,6 +78,8 @@ __hidden void start_slice(struct task_struct *p, struct task_ctx *tctx, s32 cpu,
 	}
 	/* Only a guest that is not on a guard grant may be kicked off. */
 	mark_guest_cpu(cpu, tier == LINGER_TIER_GUEST && !granted);
+	if (tier == LINGER_TIER_PRIMARY)
+		gang_note_pinned(p, tctx, cpu);
 	smt_note_cpu(cpu, tier == LINGER_TIER_PRIMARY);
 	vtime_advance(p, tctx, sched_gang(tctx) != LINGER_GANG_NONE, cpu);
 	wakeup_note_start(p, tctx, cpu, now);
@@ -129,8 +132,18 @@ __noinline bool dispatch_gang(u32 tier, s32 cpu,
 	switch (gang_dispatch(tier, cpu, prev, tctx, now)) {
 	case GANG_KEEP_PREV:
 		/* Or, outside its gang's home, it goes there: keep nothing. */
-		if (!gang_send_home(prev, tctx, cpu, now))
-			keep_running(prev, tctx, cpu);
+		if (gang_send_home(prev, tctx, cpu, now))
+			return true;
+		/*
+		 * Or, on a CPU ordinary work is pinned to, it goes where none
+		 * is, and that work, if it waits, runs here now (the CPU
+		 * idles until it wakes if not).
+		 */
+		if (gang_leave_pinned(prev, tctx, cpu, now)) {
+			tier_move_to_local(LINGER_TIER_PRIMARY, cpu);
+			return true;
+		}
+		keep_running(prev, tctx, cpu);
 		return true;
 	case GANG_DISPATCHED:
 		return true;

@@ -278,7 +278,12 @@ static inline bool gang_may_use_llc(const struct linger_gang_table *t, u32 g, u3
 static inline void gang_homes(const struct linger_gang_table *t, u64 admitted,
 			      u32 nr_llcs, const u32 *llc_cpus, u32 *homes)
 {
-	u32 room[LINGER_MAX_LLCS];
+	/*
+	 * CPUs, at most LINGER_MAX_CPUS: 16 bits hold them, in half the
+	 * stack (in BPF, 512 bytes cover a whole chain of calls, and this
+	 * runs at the end of the deepest: a member's look for room).
+	 */
+	u16 room[LINGER_MAX_LLCS];
 	u64 left = 0;
 	u32 g, l;
 

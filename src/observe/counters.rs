@@ -42,6 +42,7 @@ const NAMES: [(linger_stat, &str); NR_STATS] = [
     (linger_stat_LINGER_STAT_BW_THROTTLE, "bw_throttle"),
     (linger_stat_LINGER_STAT_READER_GRANT, "reader_grant"),
     (linger_stat_LINGER_STAT_MACHINERY, "machinery"),
+    (linger_stat_LINGER_STAT_GANG_PIN_SWAP, "gang_pin_swap"),
 ];
 
 impl Counters {
