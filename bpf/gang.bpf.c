@@ -44,7 +44,8 @@
  * ordinary primaries, then guests. A member that wakes up takes a CPU
  * back at once: its previous one if no member runs there, else an idle
  * one, else one running a guest, else one running ordinary work, which is
- * kicked (gang_make_room()).
+ * kicked (gang_make_room()); a CPU that ordinary work is pinned to comes
+ * last, and a member on one leaves it when it can (gang_run.bpf.c).
  *
  * Ordinary primaries are not starved: each primary cycle ends with an
  * open phase (open_ns, a share of the cycle set by the agent) in which
@@ -170,7 +171,7 @@ __noinline int gang_place_homes(u64 admitted)
 
 /*
  * A global function, verified once on its own: its loops would otherwise
- * be re-verified inside every caller's (gang_make_room() walks the CPUs).
+ * be re-verified inside every caller's (gang_take_room() walks the CPUs).
  * Called only when the cache is stale (gang.bpf.h: gang_admitted()).
  */
 __noinline u64 gang_admit_afresh(u32 tier)

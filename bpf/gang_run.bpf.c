@@ -52,7 +52,7 @@ static bool filler_yields(u32 tier, u32 rtier, u32 rg, bool lead)
  * filler and the waker's gang leads the slot (@lead); never while a higher
  * sched class holds it. @evict_primary: ordinary primaries may be pushed
  * off (a primary gang in its own slot). Global, verified once on its own:
- * gang_make_room() asks it for every CPU in four passes.
+ * a member's look for room asks it for every CPU (room_cost()).
  */
 __noinline bool cpu_free_for(s32 cpu, u32 tier, bool evict_primary, bool lead)
 {
@@ -405,13 +405,15 @@ __noinline bool gang_leave_pinned(struct task_struct *p __arg_trusted,
  * enqueue() of @p, ordinary primary work that may run only on @cpu and
  * waits for it: if a member of a primary gang holds @cpu, kick it, so
  * that its dispatch() sends the member elsewhere if it can
- * (gang_leave_pinned()) or gives a relief turn. True if kicked.
+ * (gang_leave_pinned()) or gives a relief turn. True if kicked. Not on a
+ * node of one CPU, where every task is pinned and no member can leave.
  */
 __hidden bool gang_kick_pinned(const struct task_struct *p, s32 cpu)
 {
 	struct cpu_gang *cg;
 
-	if (!scheduled_primary || p->nr_cpus_allowed != 1 || (p->flags & PF_KTHREAD))
+	if (!scheduled_primary || p->nr_cpus_allowed != 1 ||
+	    (p->flags & PF_KTHREAD) || scx_bpf_nr_cpu_ids() < 2)
 		return false;
 	cg = lookup_cpu_gang(cpu);
 	if (!cg || !cg->running || gang_open ||
