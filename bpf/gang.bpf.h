@@ -149,6 +149,16 @@ static __always_inline bool gang_may_run(u32 tier, u32 g)
 {
 	return gang_admitted(tier) & gang_bit(g);
 }
+/*
+ * A member of an admitted primary gang holds the CPU @cg is of: the CPU
+ * is its slot's, not ordinary work's. The one test behind the machinery's
+ * turn, relief's kick and the pinned-work kick (gang_run.bpf.c).
+ */
+static __always_inline bool primary_member_holds(const struct cpu_gang *cg)
+{
+	return cg && cg->running &&
+	       gang_may_run(LINGER_TIER_PRIMARY, gang_of_ref(cg->running));
+}
 /* Gang @g's home LLC (see gang.bpf.c), or LINGER_NO_HOME. */
 u32 gang_home_of(u32 g);
 bool waits_for_slot(const struct task_ctx *tctx);

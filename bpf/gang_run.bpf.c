@@ -410,14 +410,9 @@ __noinline bool gang_leave_pinned(struct task_struct *p __arg_trusted,
  */
 __hidden bool gang_kick_pinned(const struct task_struct *p, s32 cpu)
 {
-	struct cpu_gang *cg;
-
 	if (!scheduled_primary || p->nr_cpus_allowed != 1 ||
-	    (p->flags & PF_KTHREAD) || scx_bpf_nr_cpu_ids() < 2)
-		return false;
-	cg = lookup_cpu_gang(cpu);
-	if (!cg || !cg->running || gang_open ||
-	    !(gang_admitted(LINGER_TIER_PRIMARY) & gang_bit(gang_of_ref(cg->running))))
+	    (p->flags & PF_KTHREAD) || scx_bpf_nr_cpu_ids() < 2 || gang_open ||
+	    !primary_member_holds(lookup_cpu_gang(cpu)))
 		return false;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	return true;

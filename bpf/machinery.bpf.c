@@ -67,15 +67,6 @@
  */
 #define MACHINERY_MIN_TURN_NS	(200 * 1000ULL)
 
-/* A member of a primary gang holds @cctx's CPU. */
-static bool member_holds(const struct cpu_ctx *cctx)
-{
-	u32 running = cctx->gang.running;
-
-	return running &&
-	       (gang_admitted(LINGER_TIER_PRIMARY) & gang_bit(gang_of_ref(running)));
-}
-
 /*
  * Place @tctx's task on @cpu if a member holds it and its budget holds a
  * turn: mark the CPU and the task (its next run there is charged), and
@@ -86,7 +77,7 @@ static u64 place_on(struct task_ctx *tctx, s32 cpu, u64 now)
 	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 	u64 budget;
 
-	if (!cctx || !member_holds(cctx))
+	if (!cctx || !primary_member_holds(&cctx->gang))
 		return 0;
 	budget = relief_budget(cctx->mach.clock, now, machinery_period_ns,
 			       machinery_slice_ns);
@@ -156,7 +147,7 @@ __hidden bool machinery_tick(s32 cpu)
 {
 	struct cpu_ctx *cctx = lookup_cpu_ctx(cpu);
 
-	return cctx && cctx->mach.waiting && member_holds(cctx) &&
+	return cctx && cctx->mach.waiting && primary_member_holds(&cctx->gang) &&
 	       relief_budget(cctx->mach.clock, scx_bpf_now(), machinery_period_ns,
 			     machinery_slice_ns) >= MACHINERY_MIN_TURN_NS;
 }

@@ -151,11 +151,7 @@ __noinline bool relief_dispatch(u64 now)
  */
 __noinline bool relief_kick_cpu(s32 cpu, u64 need, u64 now)
 {
-	struct cpu_gang *cg = lookup_cpu_gang(cpu);
-	u64 admitted = gang_admitted(LINGER_TIER_PRIMARY);
-
-	if (!cg || !cg->running || gang_open ||
-	    !(admitted & gang_bit(gang_of_ref(cg->running))) ||
+	if (gang_open || !primary_member_holds(lookup_cpu_gang(cpu)) ||
 	    budget_now(now) < need)
 		return false;
 	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
