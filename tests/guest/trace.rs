@@ -328,6 +328,45 @@ pub struct ReadyWait {
     pub pid: i32,
     pub comm: String,
     pub secs: f64,
+    /// The CPU it ran on when the wait ended, or the one it became ready
+    /// on if it was still waiting when the trace ended.
+    pub cpu: u32,
+    /// The wait, from and to, on the trace clock.
+    pub from: f64,
+    pub to: f64,
+    /// What ran on `cpu` meanwhile, the most first (pid, comm, seconds;
+    /// pid 0 is the CPU idle): who held its CPU. Filled for the longest
+    /// waits only (HOLDERS_OF, HOLDERS_FROM).
+    pub held_by: Vec<(i32, String, f64)>,
+}
+
+/// The longest waits whose holders are named, and the shortest wait that
+/// is: holders cost a second pass over the trace, which a window of
+/// short waits does not need.
+const HOLDERS_OF: usize = 16;
+const HOLDERS_FROM: f64 = 0.05;
+
+impl ReadyWait {
+    /// "cyclictest[273] on CPU 3 behind barrier[270] (gang) 0.80 s, idle
+    /// 0.10 s": who waited, where, and the (up to) three tasks that held
+    /// its CPU, each with what `label` calls it, if anything.
+    pub fn describe(&self, label: impl Fn(i32) -> Option<String>) -> String {
+        let behind: Vec<String> = self
+            .held_by
+            .iter()
+            .take(3)
+            .map(|(pid, comm, s)| match (pid, label(*pid)) {
+                (0, _) => format!("idle {s:.2} s"),
+                (_, Some(l)) => format!("{comm}[{pid}] ({l}) {s:.2} s"),
+                (_, None) => format!("{comm}[{pid}] {s:.2} s"),
+            })
+            .collect();
+        let mut out = format!("{}[{}] on CPU {}", self.comm, self.pid, self.cpu);
+        if !behind.is_empty() {
+            out.push_str(&format!(" behind {}", behind.join(", ")));
+        }
+        out
+    }
 }
 
 /// Record for `during` and return every task's longest ready wait, the
@@ -353,24 +392,26 @@ fn text_field<'a>(fields: &'a str, key: &str) -> Option<&'a str> {
 
 /// Parse `text` into each task's longest ready wait (see ReadyWait).
 pub fn ready_waits(text: &str) -> Vec<ReadyWait> {
-    let mut ready: HashMap<i32, f64> = HashMap::new();
+    // Each ready task: since when, and on which CPU.
+    let mut ready: HashMap<i32, (f64, u32)> = HashMap::new();
     let mut longest: HashMap<i32, ReadyWait> = HashMap::new();
     let mut comms: HashMap<i32, String> = HashMap::new();
     let mut last_ts = 0.0;
-    let mut note = |pid: i32, secs: f64, comms: &HashMap<i32, String>| {
+    let mut note = |pid: i32, (from, to): (f64, f64), cpu: u32| {
         let e = longest.entry(pid).or_insert_with(|| ReadyWait {
             pid,
             comm: String::new(),
             secs: 0.0,
+            cpu,
+            from,
+            to: from,
+            held_by: Vec::new(),
         });
-        if secs >= e.secs {
-            e.secs = secs;
-        }
-        if let Some(c) = comms.get(&pid) {
-            e.comm = c.clone();
+        if to - from >= e.secs {
+            (e.secs, e.cpu, e.from, e.to) = (to - from, cpu, from, to);
         }
     };
-    for (_, ts, event, fields) in text.lines().filter_map(parse_line) {
+    for (cpu, ts, event, fields) in text.lines().filter_map(parse_line) {
         last_ts = ts;
         match event {
             "wakeup" | "wakeup_new" => {
@@ -378,7 +419,10 @@ pub fn ready_waits(text: &str) -> Vec<ReadyWait> {
                     if let Some(c) = text_field(fields, "comm") {
                         comms.insert(pid, c.to_string());
                     }
-                    ready.entry(pid).or_insert(ts);
+                    let target = text_field(fields, "target_cpu")
+                        .and_then(|c| c.parse().ok())
+                        .unwrap_or(cpu);
+                    ready.entry(pid).or_insert((ts, target));
                 }
             }
             "switch" => {
@@ -395,27 +439,63 @@ pub fn ready_waits(text: &str) -> Vec<ReadyWait> {
                         comms.insert(pid, c.to_string());
                     }
                     if pid != 0 {
-                        ready.insert(pid, ts);
+                        ready.insert(pid, (ts, cpu));
                     }
                 }
                 if let Some(next) = field(fields, "next_pid") {
                     if let Some(c) = text_field(fields, "next_comm") {
                         comms.insert(next, c.to_string());
                     }
-                    if let Some(t0) = ready.remove(&next) {
-                        note(next, ts - t0, &comms);
+                    if let Some((t0, _)) = ready.remove(&next) {
+                        note(next, (t0, ts), cpu);
                     }
                 }
             }
             _ => {}
         }
     }
-    for (pid, t0) in ready {
-        note(pid, last_ts - t0, &comms);
+    for (pid, (t0, cpu)) in ready {
+        note(pid, (t0, last_ts), cpu);
     }
-    let mut v: Vec<ReadyWait> = longest.into_values().filter(|w| w.pid != 0).collect();
+    let mut v: Vec<ReadyWait> = longest
+        .into_values()
+        .filter(|w| w.pid != 0)
+        .map(|mut w| {
+            w.comm = comms.get(&w.pid).cloned().unwrap_or_default();
+            w
+        })
+        .collect();
     v.sort_by(|a, b| b.secs.total_cmp(&a.secs));
+    name_holders(text, &mut v, &comms);
     v
+}
+
+/// Fill `held_by` for the longest of `waits` (sorted, the longest first).
+fn name_holders(text: &str, waits: &mut [ReadyWait], comms: &HashMap<i32, String>) {
+    let n = waits
+        .iter()
+        .take(HOLDERS_OF)
+        .take_while(|w| w.secs >= HOLDERS_FROM)
+        .count();
+    if n == 0 {
+        return;
+    }
+    let runs = runs_from_whole_trace(text);
+    for w in &mut waits[..n] {
+        let mut by_pid: HashMap<i32, f64> = HashMap::new();
+        for r in runs.iter().filter(|r| r.cpu == w.cpu) {
+            let held = r.end.min(w.to) - r.start.max(w.from);
+            if held > 0.0 && r.pid != w.pid {
+                *by_pid.entry(r.pid).or_default() += held;
+            }
+        }
+        let mut held: Vec<(i32, String, f64)> = by_pid
+            .into_iter()
+            .map(|(pid, s)| (pid, comms.get(&pid).cloned().unwrap_or_default(), s))
+            .collect();
+        held.sort_by(|a, b| b.2.total_cmp(&a.2));
+        w.held_by = held;
+    }
 }
 
 /// One trace line: (cpu, timestamp, event name, the event's fields).
@@ -696,4 +776,24 @@ pub fn percentile(v: &mut [f64], p: usize) -> f64 {
     }
     v.sort_by(f64::total_cmp);
     v[(v.len() - 1) * p / 100]
+}
+
+/// The trace's own text, no kernel needed: a task woken onto CPU 1 while
+/// a hog holds it, run there 0.3 s later, is named behind the hog.
+#[test]
+fn a_ready_wait_names_what_held_its_cpu() {
+    let text = "\
+ hog-20 [001] d..2. 10.000000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=20 next_prio=120
+ sh-30 [000] d..2. 10.100000: sched_wakeup: comm=waiter pid=40 prio=120 target_cpu=001
+ hog-20 [001] d..2. 10.300000: sched_switch: prev_comm=hog prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120
+ swapper-0 [001] d..2. 10.400000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=waiter next_pid=40 next_prio=120
+";
+    let waits = ready_waits(text);
+    let w = waits.iter().find(|w| w.pid == 40).expect("the waiter's wait");
+    assert!((w.secs - 0.3).abs() < 1e-6, "{w:?}");
+    assert_eq!(w.cpu, 1);
+    assert_eq!(
+        w.describe(|pid| (pid == 20).then(|| "primary".to_string())),
+        "waiter[40] on CPU 1 behind hog[20] (primary) 0.20 s, idle 0.10 s"
+    );
 }

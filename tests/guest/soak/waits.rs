@@ -194,7 +194,17 @@ pub(super) fn trace_waits(
         let mut classes = HashMap::new();
         for r in seen {
             let class = class_of(r.pid, &mut classes).unwrap_or_else(|| "exited".into());
-            let who = format!("{}[{}] in the window to {at:.0} s", r.comm, r.pid);
+            // Who held its CPU, by class too: a gang's member, a guest.
+            let labels: HashMap<i32, String> = r
+                .held_by
+                .iter()
+                .take(3)
+                .filter_map(|(pid, _, _)| Some((*pid, class_of(*pid, &mut classes)?)))
+                .collect();
+            let who = format!(
+                "{} in the window to {at:.0} s",
+                r.describe(|pid| labels.get(&pid).cloned())
+            );
             keep_longest(&mut w.longest, (phase.clone(), class.clone()), r.secs, &who);
             keep_longest(
                 &mut w.during,
