@@ -152,7 +152,7 @@ static __always_inline bool gang_may_run(u32 tier, u32 g)
 /*
  * A member of an admitted primary gang holds the CPU @cg is of: the CPU
  * is its slot's, not ordinary work's. The one test behind the machinery's
- * turn, relief's kick and the pinned-work kick (gang_run.bpf.c).
+ * turn and relief's kick.
  */
 static __always_inline bool primary_member_holds(const struct cpu_gang *cg)
 {

@@ -116,10 +116,13 @@ static bool in_home(s32 cpu, u32 home)
  * has the choice, so it makes it: a CPU where such work waited or began
  * a slice within GANG_PINNED_NS is the last a member takes
  * (gang_take_room()), and a member on one leaves it for a CPU that is not,
- * when one is free for it: at its slice's end, or at once when the pinned
- * task queues there (gang_kick_pinned()). The gang loses a migration, not
- * CPU time; with nowhere better the member stays, and relief is what the
- * pinned task gets, as before.
+ * when one is free for it, at its slice's end (gang_leave_pinned()). The
+ * gang loses a migration, not CPU time; with nowhere better the member
+ * stays, and relief is what the pinned task gets, as before. Not at once
+ * when the pinned task queues: a kick for that gave it no shorter waits
+ * in two boots of bench/pinned-beside-gangs-ab.sh: a member's slice is
+ * the primary slice (20 ms by default), and relief's own kick covers the
+ * wait till it ends.
  */
 static bool pinned_recently(const struct cpu_gang *cg, u64 now)
 {
@@ -398,23 +401,6 @@ __noinline bool gang_leave_pinned(struct task_struct *p __arg_trusted,
 		return false;
 	}
 	stat_inc(LINGER_STAT_GANG_PIN_SWAP);
-	return true;
-}
-
-/*
- * enqueue() of @p, ordinary primary work that may run only on @cpu and
- * waits for it: if a member of a primary gang holds @cpu, kick it, so
- * that its dispatch() sends the member elsewhere if it can
- * (gang_leave_pinned()) or gives a relief turn. True if kicked. Not on a
- * node of one CPU, where every task is pinned and no member can leave.
- */
-__hidden bool gang_kick_pinned(const struct task_struct *p, s32 cpu)
-{
-	if (!scheduled_primary || p->nr_cpus_allowed != 1 ||
-	    (p->flags & PF_KTHREAD) || scx_bpf_nr_cpu_ids() < 2 || gang_open ||
-	    !primary_member_holds(lookup_cpu_gang(cpu)))
-		return false;
-	scx_bpf_kick_cpu(cpu, SCX_KICK_PREEMPT);
 	return true;
 }
 

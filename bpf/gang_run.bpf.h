@@ -18,7 +18,6 @@ bool gang_send_home(struct task_struct *p __arg_trusted, const struct task_ctx *
 bool gang_swap_enqueue(struct task_struct *p, const struct task_ctx *tctx, u64 enq_flags);
 bool gang_leave_pinned(struct task_struct *p __arg_trusted, const struct task_ctx *tctx,
 		       s32 cpu, u64 now);
-bool gang_kick_pinned(const struct task_struct *p, s32 cpu);
 /* What gang_dispatch() did with the CPU. */
 enum gang_dispatch {
 	GANG_NOTHING,		/* no member for it: the caller goes on */

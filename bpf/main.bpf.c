@@ -308,14 +308,11 @@ void BPF_STRUCT_OPS(linger_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	/*
-	 * No idle CPU: a primary takes one from a guest, else, pinned to a
-	 * CPU a gang member holds, kicks the member to leave (gang_run.bpf.c:
-	 * pinned work), else, woken during a gang slot, takes one from a
-	 * member for a relief turn (the kicked member's dispatch() gives
-	 * that turn too).
+	 * No idle CPU: a primary takes one from a guest, else, woken during
+	 * a gang slot, takes one from a member for a relief turn (the kicked
+	 * member's dispatch() gives that turn).
 	 */
-	if (tier == LINGER_TIER_PRIMARY && !preempt_guest_for(p) &&
-	    !gang_kick_pinned(p, cpu))
+	if (tier == LINGER_TIER_PRIMARY && !preempt_guest_for(p))
 		relief_kick(p, tctx, enq_flags);
 }
 
