@@ -122,7 +122,9 @@ static bool in_home(s32 cpu, u32 home)
  * when the pinned task queues: a kick for that gave it no shorter waits
  * in two boots of bench/pinned-beside-gangs-ab.sh: a member's slice is
  * the primary slice (20 ms by default), and relief's own kick covers the
- * wait till it ends.
+ * wait till it ends. A known gap: a member preempted on such a CPU (by a
+ * per-CPU kernel thread's turn, every few milliseconds) and queued again
+ * goes back to it without the question, so its slice may never end there.
  */
 static bool pinned_recently(const struct cpu_gang *cg, u64 now)
 {
