@@ -199,3 +199,27 @@ wait_summary() {
 			w[int(NR * 0.5) + 1], w[int(NR * 0.99) + 1], w[NR]
 	}'
 }
+
+# comm_waits COMM: from $T/trace, how long each wait of a task named COMM
+# lasted, from its wake-up (or its preemption) to its next run: in us, one
+# a line, sorted.
+comm_waits() {
+	awk -v comm="$1" '
+	function ts(line, a, n) { sub(/: sched_.*/, "", line); n = split(line, a, " "); return a[n] + 0 }
+	/sched_wakeup:/ {
+		if (index($0, "comm=" comm " ") == 0) next
+		p = $0; sub(/.* pid=/, "", p); sub(/ .*/, "", p)
+		if (!(p in since)) since[p] = ts($0)
+		next
+	}
+	/sched_switch:/ {
+		if (index($0, "prev_comm=" comm " ") && $0 ~ /prev_state=R/) {
+			p = $0; sub(/.*prev_pid=/, "", p); sub(/ .*/, "", p)
+			since[p] = ts($0)
+		}
+		p = $0; sub(/.*next_pid=/, "", p); sub(/ .*/, "", p)
+		if (!(p in since)) next
+		printf "%d\n", (ts($0) - since[p]) * 1e6
+		delete since[p]
+	}' $T/trace | sort -n
+}

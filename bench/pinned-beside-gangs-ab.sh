@@ -51,24 +51,7 @@ bound="gang0 gang1 gg"
 # Read SECS s of the kernel's trace; print cyclictest's waits as TAG.
 waits() {
 	trace_switches "$SECS" 16384
-	awk '
-	function ts(line, a, n) { sub(/: sched_.*/, "", line); n = split(line, a, " "); return a[n] + 0 }
-	/sched_wakeup:/ {
-		if ($0 !~ /comm=cyclictest /) next
-		p = $0; sub(/.* pid=/, "", p); sub(/ .*/, "", p)
-		if (!(p in since)) since[p] = ts($0)
-		next
-	}
-	/sched_switch:/ {
-		if ($0 ~ /prev_comm=cyclictest / && $0 ~ /prev_state=R/) {
-			p = $0; sub(/.*prev_pid=/, "", p); sub(/ .*/, "", p)
-			since[p] = ts($0)
-		}
-		p = $0; sub(/.*next_pid=/, "", p); sub(/ .*/, "", p)
-		if (!(p in since)) next
-		printf "%d\n", (ts($0) - since[p]) * 1e6
-		delete since[p]
-	}' $T/trace | sort -n | wait_summary "$1 cyclictest waits"
+	comm_waits cyclictest | wait_summary "$1 cyclictest waits"
 }
 
 for who in EEVDF A B; do
