@@ -39,9 +39,16 @@ pub(crate) fn kernel_trouble() -> Vec<String> {
     bad.extend(
         log.lines()
             .filter(|l| {
-                ["BUG:", "WARNING:", "Oops", "stall", "hung_task"]
-                    .iter()
-                    .any(|w| l.contains(w))
+                [
+                    "BUG:",
+                    "WARNING:",
+                    "Oops",
+                    "stall",
+                    "hung_task",
+                    "blocked for more than",
+                ]
+                .iter()
+                .any(|w| l.contains(w))
             })
             .map(str::to_string),
     );
