@@ -122,9 +122,11 @@ static bool in_home(s32 cpu, u32 home)
  * when the pinned task queues: a kick for that gave it no shorter waits
  * in two boots of bench/pinned-beside-gangs-ab.sh: a member's slice is
  * the primary slice (20 ms by default), and relief's own kick covers the
- * wait till it ends. A known gap: a member preempted on such a CPU (by a
- * per-CPU kernel thread's turn, every few milliseconds) and queued again
- * goes back to it without the question, so its slice may never end there.
+ * wait till it ends. A member preempted on such a CPU (a per-CPU kernel
+ * thread's turn, every few milliseconds) and queued again is asked the
+ * same at its enqueue() (gang_requeue_off_pinned()): else the CPU took it
+ * back after each break, with a new slice, and it held the CPU for its
+ * gang's whole slot (bench/pinned-requeue-ab.sh).
  */
 static bool pinned_recently(const struct cpu_gang *cg, u64 now)
 {
@@ -510,11 +512,39 @@ __hidden void gang_note_displaced(const struct task_ctx *tctx)
 		__sync_fetch_and_add(&st->displaced, 1);
 }
 
+/*
+ * @p, a member of primary gang @g whose slot is on, queued on a CPU
+ * ordinary work is pinned to (preempted there: a machinery break, a kick,
+ * or waking where it last ran): it goes straight to a CPU that is not,
+ * when one is free for it, as at its slice's end (gang_leave_pinned()).
+ * On its gang's DSQ instead, the CPU it left takes it back as soon as the
+ * break ends, before the CPU kicked for it dispatches, and its slice,
+ * renewed at each break, never ends there. True if sent.
+ */
+static bool gang_requeue_off_pinned(struct task_struct *p, u32 g, u32 tier,
+				    u64 enq_flags)
+{
+	struct cpu_gang *cg = lookup_cpu_gang(scx_bpf_task_cpu(p));
+	s32 to;
+
+	if (tier != LINGER_TIER_PRIMARY || p->nr_cpus_allowed <= 1 || !cg ||
+	    !pinned_recently(cg, scx_bpf_now()))
+		return false;
+	to = gang_take_room(p, g, tier, ROOM_PINNED, false);
+	if (to < 0)
+		return false;
+	scx_bpf_dsq_insert(p, SCX_DSQ_LOCAL_ON | to, tier_slice(tier),
+			   enq_flags | SCX_ENQ_PREEMPT);
+	stat_inc(LINGER_STAT_GANG_PIN_SWAP);
+	return true;
+}
+
 /* Queue a member of gang @gang (+1) and, if its slot is on, get it a CPU. */
 __hidden void gang_enqueue(struct task_struct *p, struct task_ctx *tctx,
 			   u32 gang, u64 enq_flags)
 {
 	u32 g = gang_of_ref(gang), tier = tctx->cls.tier;
+	bool on = gang_may_run(tier, g);
 
 	/*
 	 * A slotted member is scheduled by its slot, not by vtime: its vtime
@@ -525,8 +555,10 @@ __hidden void gang_enqueue(struct task_struct *p, struct task_ctx *tctx,
 	/* Waiting on a CPU a higher class took: the gang reacts as a whole. */
 	if (enq_flags & SCX_ENQ_REENQ)
 		gang_note_displaced(tctx);
+	if (on && gang_requeue_off_pinned(p, g, tier, enq_flags))
+		return;
 	scx_bpf_dsq_insert(p, GANG_DSQ(g), tier_slice(tier), enq_flags);
-	if (gang_may_run(tier, g))
+	if (on)
 		gang_make_room(p, g, tier);
 }
 
