@@ -10,6 +10,9 @@ use std::path::Path;
 use std::sync::{Mutex, Once};
 use std::time::Duration;
 
+mod spans;
+pub use spans::*;
+
 const TRACEFS: &str = "/sys/kernel/tracing";
 
 /// One task from `start` to `end` (seconds on the trace clock), on one
@@ -208,27 +211,33 @@ pub fn record_switches_and_ticks(window: Duration, clock: &str) -> (Vec<Run>, Ve
 /// interrupts off: under emulation, mostly that the host did not run the
 /// virtual CPU, and whatever the guest traced as running then did not.
 pub fn late_ticks(ticks: &[(u32, f64)], slack: f64) -> (f64, f64, Vec<(f64, f64)>) {
+    let intervals = tick_intervals(ticks);
+    if intervals.is_empty() {
+        return (0.0, 0.0, Vec::new());
+    }
+    let mut lengths: Vec<f64> = intervals.iter().map(|(_, a, b)| b - a).collect();
+    let usual = percentile(&mut lengths, 50);
+    let late: Vec<(f64, f64)> = intervals
+        .into_iter()
+        .filter(|(_, a, b)| b - a > usual + slack)
+        .map(|(_, a, b)| (a, b))
+        .collect();
+    (usual, late.len() as f64 / lengths.len() as f64, late)
+}
+
+/// Each CPU's intervals between consecutive ticks: (cpu, from, to).
+fn tick_intervals(ticks: &[(u32, f64)]) -> Vec<(u32, f64, f64)> {
     let mut by_cpu: std::collections::BTreeMap<u32, Vec<f64>> = Default::default();
     for (cpu, t) in ticks {
         by_cpu.entry(*cpu).or_default().push(*t);
     }
-    let intervals: Vec<(f64, f64)> = by_cpu
-        .values_mut()
-        .flat_map(|t| {
-            t.sort_by(f64::total_cmp);
-            t.windows(2).map(|w| (w[0], w[1])).collect::<Vec<_>>()
-        })
-        .collect();
-    if intervals.is_empty() {
-        return (0.0, 0.0, Vec::new());
-    }
-    let mut lengths: Vec<f64> = intervals.iter().map(|(a, b)| b - a).collect();
-    let usual = percentile(&mut lengths, 50);
-    let late: Vec<(f64, f64)> = intervals
+    by_cpu
         .into_iter()
-        .filter(|(a, b)| b - a > usual + slack)
-        .collect();
-    (usual, late.len() as f64 / lengths.len() as f64, late)
+        .flat_map(|(cpu, mut t)| {
+            t.sort_by(f64::total_cmp);
+            t.windows(2).map(|w| (cpu, w[0], w[1])).collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// When each CPU's scheduler tick fired in trace `text` (the tick's
@@ -296,6 +305,52 @@ pub fn record_wake_waits_around(
         runs: runs_from_trace(&text),
         sleeps,
     }
+}
+
+/// Wake-ups the host let the guest run through, while `during` runs:
+/// each wake-up's wait for a CPU (s, sched_wakeup to the sched_switch
+/// onto the thread) of the threads `during` names, and how many were left
+/// out because the host stalled a virtual CPU in them (host_stalls): the
+/// guest's clock follows the host's, so it counts such a stall as waiting
+/// whatever the scheduler did.
+pub fn wake_waits_the_host_ran<T>(during: impl FnOnce() -> (Vec<i32>, T)) -> (Vec<f64>, usize, T) {
+    let (text, (tids, out)) = record(
+        "mono",
+        &["sched_wakeup", "sched_switch", "timer/hrtimer_expire_entry"],
+        during,
+    );
+    let stalled = host_stalls(&text);
+    let (mut kept, mut left_out) = (Vec::new(), 0);
+    for (t0, wait) in timed_wake_waits(&text, &tids) {
+        if stalled.iter().any(|&(a, b)| a < t0 + wait && t0 < b) {
+            left_out += 1;
+        } else {
+            kept.push(wait);
+        }
+    }
+    (kept, left_out, out)
+}
+
+/// When the host did not run a virtual CPU, in a trace with sched_switch
+/// and the tick's hrtimer: a CPU running a task gets its tick every
+/// period, so a tick more than a period late there means the CPU itself
+/// did not run (on a loaded host, every virtual CPU for 100 ms at a
+/// time). An idle CPU stops its tick, so intervals in which the CPU went
+/// idle say nothing.
+fn host_stalls(text: &str) -> Vec<(f64, f64)> {
+    let ticks = tick_times(text);
+    let (period, _, _) = late_ticks(&ticks, 0.0);
+    let idle: Vec<Run> = runs_from_whole_trace(text)
+        .into_iter()
+        .filter(|r| r.pid == 0)
+        .collect();
+    let stalls = tick_intervals(&ticks).into_iter().filter(|&(cpu, a, b)| {
+        b - a > 2.0 * period
+            && !idle
+                .iter()
+                .any(|r| r.cpu == cpu && r.start < b && a < r.end)
+    });
+    union(stalls.map(|(_, a, b)| (a, b)).collect())
 }
 
 /// wake_waits(), with when each wake-up came.
@@ -591,40 +646,6 @@ pub fn wake_waits(text: &str, tids: &[i32]) -> Vec<f64> {
         .collect()
 }
 
-/// The parts of `runs` at times where `keep` holds, sampled every 100 us
-/// (runs are cut where `keep` changes, to that precision).
-pub fn clip(runs: &[Run], keep: impl Fn(f64) -> bool) -> Vec<Run> {
-    const STEP: f64 = 100e-6;
-    let mut out = Vec::new();
-    for r in runs {
-        let mut t = r.start;
-        let mut open: Option<f64> = None;
-        while t < r.end {
-            match (keep(t), open) {
-                (true, None) => open = Some(t),
-                (false, Some(s)) => {
-                    out.push(Run {
-                        start: s,
-                        end: t,
-                        ..*r
-                    });
-                    open = None;
-                }
-                _ => {}
-            }
-            t += STEP;
-        }
-        if let Some(s) = open {
-            out.push(Run {
-                start: s,
-                end: r.end,
-                ..*r
-            });
-        }
-    }
-    out
-}
-
 /// Thread ids of a process.
 pub fn threads_of(pid: u32) -> Vec<i32> {
     fs::read_dir(format!("/proc/{pid}/task"))
@@ -634,148 +655,6 @@ pub fn threads_of(pid: u32) -> Vec<i32> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// Merge overlapping intervals.
-pub fn union(mut v: Vec<(f64, f64)>) -> Vec<(f64, f64)> {
-    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let mut out: Vec<(f64, f64)> = Vec::new();
-    for (s, e) in v {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
-    }
-    out
-}
-
-/// Where both `a` and `b` hold, for interval lists as `union` returns
-/// them (sorted, disjoint): one sweep, as a trace of a busy gang has
-/// thousands of runs per thread.
-pub fn intersect(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let mut out = Vec::new();
-    let (mut i, mut j) = (0, 0);
-    while i < a.len() && j < b.len() {
-        let (s, e) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
-        if s < e {
-            out.push((s, e));
-        }
-        // The one that ends first meets nothing further in the other.
-        if a[i].1 < b[j].1 {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-    out
-}
-
-/// `a` less `b`, for interval lists as `union` returns them.
-pub fn subtract(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let mut out = Vec::new();
-    for &(s, e) in a {
-        let mut from = s;
-        for &(bs, be) in b.iter().filter(|(bs, be)| *be > s && *bs < e) {
-            if bs > from {
-                out.push((from, bs));
-            }
-            from = from.max(be);
-        }
-        if from < e {
-            out.push((from, e));
-        }
-    }
-    out
-}
-
-pub fn total(v: &[(f64, f64)]) -> f64 {
-    v.iter().map(|(s, e)| e - s).sum()
-}
-
-/// When any of `tids` runs, and when all of them run at once.
-pub fn any_and_all(runs: &[Run], tids: &[i32]) -> (f64, f64) {
-    let per: Vec<Vec<(f64, f64)>> = tids
-        .iter()
-        .map(|t| {
-            union(
-                runs.iter()
-                    .filter(|r| r.pid == *t)
-                    .map(|r| (r.start, r.end))
-                    .collect(),
-            )
-        })
-        .collect();
-    let any = union(per.iter().flatten().copied().collect());
-    let all = per
-        .iter()
-        .skip(1)
-        .fold(per.first().cloned().unwrap_or_default(), |acc, p| {
-            intersect(&acc, p)
-        });
-    (total(&any), total(&all))
-}
-
-/// Seconds during which some thread of `a` and some thread of `b` ran at
-/// the same time (on different CPUs).
-pub fn overlap(runs: &[Run], a: &[i32], b: &[i32]) -> f64 {
-    total(&overlap_spans(runs, a, b))
-}
-
-/// When some thread of `a` and some thread of `b` ran at the same time.
-pub fn overlap_spans(runs: &[Run], a: &[i32], b: &[i32]) -> Vec<(f64, f64)> {
-    let span = |tids: &[i32]| {
-        union(
-            runs.iter()
-                .filter(|r| tids.contains(&r.pid))
-                .map(|r| (r.start, r.end))
-                .collect(),
-        )
-    };
-    intersect(&span(a), &span(b))
-}
-
-/// The starts of `tids`' run periods: each maximal stretch during which
-/// any of them runs begins a period; returns, per period, the times at
-/// which each thread first started in it (threads that did not run in it
-/// are left out).
-pub fn period_starts(runs: &[Run], tids: &[i32]) -> Vec<Vec<f64>> {
-    let any = union(
-        runs.iter()
-            .filter(|r| tids.contains(&r.pid))
-            .map(|r| (r.start, r.end))
-            .collect(),
-    );
-    // Gaps shorter than 1 ms (a member passing through the scheduler)
-    // do not end a period.
-    let mut periods: Vec<(f64, f64)> = Vec::new();
-    for (s, e) in any {
-        match periods.last_mut() {
-            Some(last) if s - last.1 < 0.001 => last.1 = e,
-            _ => periods.push((s, e)),
-        }
-    }
-    periods
-        .iter()
-        .map(|&(ps, pe)| {
-            tids.iter()
-                .filter_map(|t| {
-                    runs.iter()
-                        .filter(|r| r.pid == *t && r.start >= ps && r.start < pe)
-                        .map(|r| r.start)
-                        .min_by(f64::total_cmp)
-                })
-                .collect()
-        })
-        .collect()
-}
-
-/// The p-th percentile (0..=100) of `v`.
-pub fn percentile(v: &mut [f64], p: usize) -> f64 {
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(f64::total_cmp);
-    v[(v.len() - 1) * p / 100]
 }
 
 /// The trace's own text, no kernel needed: a task woken onto CPU 1 while
@@ -795,5 +674,45 @@ fn a_ready_wait_names_what_held_its_cpu() {
     assert_eq!(
         w.describe(|pid| (pid == 20).then(|| "primary".to_string())),
         "waiter[40] on CPU 1 behind hog[20] (primary) 0.20 s, idle 0.10 s"
+    );
+}
+
+/// The trace's own text, no kernel needed: CPU 0 runs a hog and ticks
+/// every 4 ms but for one 100-ms hole (the host stalled it); CPU 1 goes
+/// idle for 50 ms and stops its tick meanwhile (no stall). Only the hole
+/// is a stall, and only the wake-up inside it is left out.
+#[test]
+fn a_tick_missing_on_a_busy_cpu_is_a_host_stall() {
+    let mut text = String::from(
+        " sh-1 [001] d..2. 0.000000: sched_switch: prev_comm=sh prev_pid=1 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=20 next_prio=120\n",
+    );
+    let tick = |cpu: u32, t: f64| {
+        format!(" hog-20 [00{cpu}] d.h.. {t:.6}: hrtimer_expire_entry: hrtimer=0 function=tick_nohz_handler now=0\n")
+    };
+    for i in 0..100 {
+        let t = 0.004 * f64::from(i);
+        if !(0.2..0.3).contains(&t) {
+            text += &tick(0, t);
+        }
+        if !(0.1..0.15).contains(&t) {
+            text += &tick(1, t);
+        }
+    }
+    text += " hog-20 [001] d..2. 0.100500: sched_switch: prev_comm=hog prev_pid=20 prev_prio=120 prev_state=S ==> next_comm=swapper/1 next_pid=0 next_prio=120\n";
+    text += " swapper-0 [001] d..2. 0.149000: sched_switch: prev_comm=swapper/1 prev_pid=0 prev_prio=120 prev_state=R ==> next_comm=hog next_pid=20 next_prio=120\n";
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines.sort_by(|a, b| {
+        let t = |l: &str| {
+            let ts = l.split_whitespace().nth(3).unwrap_or("0:");
+            ts.trim_end_matches(':').parse::<f64>().unwrap_or(0.0)
+        };
+        t(a).total_cmp(&t(b))
+    });
+    let stalls = host_stalls(&lines.join("\n"));
+    assert_eq!(stalls.len(), 1, "{stalls:?}");
+    let (a, b) = stalls[0];
+    assert!(
+        (a - 0.196).abs() < 1e-6 && (b - 0.3).abs() < 1e-6,
+        "{stalls:?}"
     );
 }
