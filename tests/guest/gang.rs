@@ -121,7 +121,7 @@ fn two_gangs_take_turns_together_on_the_clock() {
     // TAI clock, the clock the slot table is aligned to.
     std::thread::sleep(Duration::from_secs(2));
     let window = Duration::from_secs(2);
-    let (runs, ticks) = trace::record_switches_and_ticks(window, "tai");
+    let (runs, stalled) = trace::record_switches_and_stalls(window, "tai");
     assert!(!runs.is_empty(), "the trace recorded no sched_switch");
     // The measurement means something only if both gangs ran throughout.
     for (name, job) in [("a", &mut ja), ("b", &mut jb)] {
@@ -145,8 +145,6 @@ fn two_gangs_take_turns_together_on_the_clock() {
     // running, while the other moves on to the next slot: overlap the
     // emulator made. A tick a whole period late marks those spans, and
     // the gangs are judged on the rest of the window.
-    let (period, _, _) = trace::late_ticks(&ticks, 0.0);
-    let stalled = trace::union(trace::late_ticks(&ticks, period).2);
     let spans = overlap_spans(&runs, &ta, &tb);
     let judged = window.as_secs_f64() - trace::total(&stalled);
     let mixed_ran = trace::total(&trace::subtract(&spans, &stalled));

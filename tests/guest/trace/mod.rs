@@ -183,12 +183,6 @@ pub fn record_whole_runs(window: Duration, clock: &str) -> Vec<Run> {
     runs_from_whole_trace(&text)
 }
 
-/// Record sched_switch for `window` on trace clock `clock` and return the
-/// run intervals seen.
-pub fn record_switches(window: Duration, clock: &str) -> Vec<Run> {
-    record_switches_during(clock, || std::thread::sleep(window)).0
-}
-
 /// Record sched_switch for `window`, and when each CPU's scheduler tick
 /// fired: `(cpu, seconds on the clock)`. The tick's period is fixed
 /// (CONFIG_HZ), so a tick that comes late says that the CPU itself did
@@ -201,6 +195,15 @@ pub fn record_switches_and_ticks(window: Duration, clock: &str) -> (Vec<Run>, Ve
         || std::thread::sleep(window),
     );
     (runs_from_trace(&text), tick_times(&text))
+}
+
+/// Record sched_switch for `window` on trace clock `clock`: the runs
+/// seen, and when the host stalled a virtual CPU (host_stalls), spans in
+/// which whatever the guest traced as running did not run.
+pub fn record_switches_and_stalls(window: Duration, clock: &str) -> (Vec<Run>, Vec<(f64, f64)>) {
+    let (runs, ticks) = record_switches_and_ticks(window, clock);
+    let stalls = host_stalls(&runs, &ticks);
+    (runs, stalls)
 }
 
 /// The scheduler tick of the CPUs in `ticks` (from
@@ -319,7 +322,7 @@ pub fn wake_waits_the_host_ran<T>(during: impl FnOnce() -> (Vec<i32>, T)) -> (Ve
         &["sched_wakeup", "sched_switch", "timer/hrtimer_expire_entry"],
         during,
     );
-    let stalled = host_stalls(&text);
+    let stalled = host_stalls(&runs_from_whole_trace(&text), &tick_times(&text));
     let (mut kept, mut left_out) = (Vec::new(), 0);
     for (t0, wait) in timed_wake_waits(&text, &tids) {
         if stalled.iter().any(|&(a, b)| a < t0 + wait && t0 < b) {
@@ -336,20 +339,16 @@ pub fn wake_waits_the_host_ran<T>(during: impl FnOnce() -> (Vec<i32>, T)) -> (Ve
 /// period, so a tick more than a period late there means the CPU itself
 /// did not run (on a loaded host, every virtual CPU for 100 ms at a
 /// time). An idle CPU stops its tick, so intervals in which the CPU went
-/// idle say nothing.
-fn host_stalls(text: &str) -> Vec<(f64, f64)> {
-    let ticks = tick_times(text);
-    let (period, _, _) = late_ticks(&ticks, 0.0);
-    let idle: Vec<Run> = runs_from_whole_trace(text)
+/// idle (`runs` of pid 0) say nothing.
+fn host_stalls(runs: &[Run], ticks: &[(u32, f64)]) -> Vec<(f64, f64)> {
+    let (period, _, _) = late_ticks(ticks, 0.0);
+    let idle = |cpu, a, b| {
+        runs.iter()
+            .any(|r| r.pid == 0 && r.cpu == cpu && r.start < b && a < r.end)
+    };
+    let stalls = tick_intervals(ticks)
         .into_iter()
-        .filter(|r| r.pid == 0)
-        .collect();
-    let stalls = tick_intervals(&ticks).into_iter().filter(|&(cpu, a, b)| {
-        b - a > 2.0 * period
-            && !idle
-                .iter()
-                .any(|r| r.cpu == cpu && r.start < b && a < r.end)
-    });
+        .filter(|&(cpu, a, b)| b - a > 2.0 * period && !idle(cpu, a, b));
     union(stalls.map(|(_, a, b)| (a, b)).collect())
 }
 
@@ -708,7 +707,8 @@ fn a_tick_missing_on_a_busy_cpu_is_a_host_stall() {
         };
         t(a).total_cmp(&t(b))
     });
-    let stalls = host_stalls(&lines.join("\n"));
+    let text = lines.join("\n");
+    let stalls = host_stalls(&runs_from_whole_trace(&text), &tick_times(&text));
     assert_eq!(stalls.len(), 1, "{stalls:?}");
     let (a, b) = stalls[0];
     assert!(
