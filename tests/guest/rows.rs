@@ -19,30 +19,32 @@ const SLOT_NS: i128 = 100_000_000;
 const CYCLE_NS: i128 = ROWS * SLOT_NS + ROWS * SLOT_NS * 10 / 90;
 const ROW: i128 = 1;
 
-/// Share of `tids`' run time inside row ROW's window of each cycle.
-fn share_in_row(runs: &[Run], tids: &[i32]) -> (f64, f64) {
-    let (mut inside, mut all) = (0.0, 0.0);
+/// `tids`' run time (s) in row ROW's window of each cycle, in the other
+/// rows' windows, and in the open phase that ends each cycle.
+fn time_by_window(runs: &[Run], tids: &[i32]) -> (f64, f64, f64) {
+    let (mut own, mut other, mut open) = (0.0, 0.0, 0.0);
     for r in runs.iter().filter(|r| tids.contains(&r.pid)) {
-        all += r.end - r.start;
-        // Cut the run at the row's edges, cycle by cycle.
+        // Cut the run at the windows' edges, cycle by cycle.
         let (mut t, end) = ((r.start * 1e9) as i128, (r.end * 1e9) as i128);
         while t < end {
             let cycle = t.div_euclid(CYCLE_NS) * CYCLE_NS;
-            let (lo, hi) = (cycle + ROW * SLOT_NS, cycle + (ROW + 1) * SLOT_NS);
-            let upto = end.min(if t < lo {
-                lo
-            } else if t < hi {
-                hi
+            let row = (t - cycle) / SLOT_NS;
+            let edge = if row < ROWS {
+                cycle + (row + 1) * SLOT_NS
             } else {
                 cycle + CYCLE_NS
-            });
-            if t >= lo && t < hi {
-                inside += (upto - t) as f64 / 1e9;
+            };
+            let upto = end.min(edge);
+            let secs = (upto - t) as f64 / 1e9;
+            match row {
+                ROW => own += secs,
+                r if r < ROWS => other += secs,
+                _ => open += secs,
             }
             t = upto;
         }
     }
-    (inside, all)
+    (own, other, open)
 }
 
 #[test]
@@ -80,12 +82,13 @@ fn a_multi_node_jobs_row_keeps_its_moment_whatever_else_the_node_runs() {
         // ran there running on (100 ms at a time on a loaded host), in or
         // out of the row: judge the rest.
         let runs = trace::clip(&runs, |t| !stalled.iter().any(|&(a, b)| a <= t && t < b));
-        let (inside, all) = share_in_row(&runs, &tx);
+        let (own, other, open) = time_by_window(&runs, &tx);
         assert!(
-            all > 0.2,
-            "the job hardly ran with {mix} local gang(s): {all:.3} s"
+            own + other > 0.2,
+            "the job hardly ran in the rows with {mix} local gang(s): {:.3} s",
+            own + other
         );
-        figures.push((mix, inside / all, all, trace::total(&stalled)));
+        figures.push((mix, own, other, open, trace::total(&stalled)));
     }
     assert!(
         agent.output().contains("row 1: /t-rows/job"),
@@ -96,10 +99,11 @@ fn a_multi_node_jobs_row_keeps_its_moment_whatever_else_the_node_runs() {
         "rows: a gang job in cluster row 1 of 3 (100 ms each, 2 threads, 2 CPUs), sched_switch on the TAI clock over 2 s: {}",
         figures
             .iter()
-            .map(|(mix, share, all, stalled)| format!(
-                "beside {mix} local gang(s) {:.1}% of its {:.2} s of CPU in its row's window ({:.0} ms the host stalled a CPU left out)",
-                share * 100.0,
-                all,
+            .map(|(mix, own, other, open, stalled)| format!(
+                "beside {mix} local gang(s) {:.1}% of its {:.2} s of CPU in the rows in its own ({:.2} s more in the open phase; {:.0} ms the host stalled a CPU left out)",
+                own / (own + other) * 100.0,
+                own + other,
+                open,
                 stalled * 1e3
             ))
             .collect::<Vec<_>>()
@@ -107,11 +111,15 @@ fn a_multi_node_jobs_row_keeps_its_moment_whatever_else_the_node_runs() {
     ));
     // Laid out node by node, its slot would come in path order, in a
     // cycle whose length follows the mix, and meet the row's window only
-    // by chance. What is lost here is the start of each slot.
-    for (mix, share, _, _) in &figures {
+    // by chance. Judged on the rows alone: the open phase is every
+    // gang's by design (docs/design.md, "Gangs"), the job's included.
+    // What a run over its row's end leaves in the next is milliseconds a
+    // cycle.
+    for (mix, own, other, _, _) in &figures {
+        let share = own / (own + other);
         assert!(
-            *share >= 0.85,
-            "beside {mix} local gang(s) only {:.1}% of the job's CPU time fell in its row",
+            share >= 0.9,
+            "beside {mix} local gang(s) only {:.1}% of the job's CPU time in the rows fell in its own",
             share * 100.0
         );
     }
