@@ -415,8 +415,9 @@ fn a_sleeping_member_lends_its_cpu_to_a_guest() {
     let args = "--threads 2 --rounds 15000 --iters 20000 --nap-ms 20 --nap-every 100";
     let args: Vec<&str> = args.split(' ').collect();
     // The napper's waits from wake-up to running, as the kernel traced
-    // them: the job's own timer lateness also counts the host's stalls
-    // (on a loaded host, 100 ms at a time), which look like a missed slot.
+    // them, less what the host stalled the guest in them: the job's own
+    // timer lateness also counts the host's stalls (on a loaded host,
+    // 100 ms at a time), which look like a missed slot.
     let napping_job = || {
         trace::wake_waits_the_host_ran(|| {
             let job = start_job(&g, &args);
@@ -425,10 +426,10 @@ fn a_sleeping_member_lends_its_cpu_to_a_guest() {
         })
     };
     // Baseline: how late a sleeper gets its CPU back here with no guest.
-    let (mut alone, alone_out, _) = napping_job();
+    let (mut alone, (alone_touched, alone_taken), _) = napping_job();
     let hog = guests.spin(1);
     let before = total_runtime(&hog);
-    let (mut waits, left_out, report) = napping_job();
+    let (mut waits, (touched, taken), report) = napping_job();
     let guest_ns = total_runtime(&hog) - before;
     let wall_ns = report.get("wall_ms") * 1_000_000;
     let share = guest_ns as f64 / wall_ns as f64;
@@ -436,24 +437,23 @@ fn a_sleeping_member_lends_its_cpu_to_a_guest() {
     let (p50, p99, max) = (us(&mut waits, 50), us(&mut waits, 99), us(&mut waits, 100));
     let (base50, base99) = (us(&mut alone, 50), us(&mut alone, 99));
     figure(&format!(
-        "gang: a member sleeping 20 ms in every ~35 ms: the guest got {:.0}% of a CPU meanwhile; from wake-up to running the member waited p50 {p50} us, p99 {p99} us, longest {max} us over {} wake-ups, vs {base50} / {base99} us with no guest ({left_out} and {alone_out} wake-ups left out: the host stalled the guest in them)",
+        "gang: a member sleeping 20 ms in every ~35 ms: the guest got {:.0}% of a CPU meanwhile; from wake-up to running the member waited p50 {p50} us, p99 {p99} us, longest {max} us over {} wake-ups, vs {base50} / {base99} us with no guest (host stalls taken out of {touched} and {alone_touched} waits: {:.1} and {:.1} ms)",
         share * 100.0,
-        waits.len()
+        waits.len(),
+        taken * 1e3,
+        alone_taken * 1e3
     ));
     assert!(
         share > 0.15,
         "the guest got only {:.1}% of a CPU while a member slept",
         share * 100.0
     );
-    // Most wake-ups judged: a host that stalled the guest through more
-    // than one in ten says nothing of the scheduler.
-    for (judged, out) in [(waits.len(), left_out), (alone.len(), alone_out)] {
-        assert!(
-            judged >= 100 && out * 10 <= judged + out,
-            "the host stalled the guest in {out} of the napper's {} wake-ups",
-            judged + out
-        );
-    }
+    assert!(
+        waits.len() >= 100 && alone.len() >= 100,
+        "the napper woke only {} and {} times in the trace",
+        waits.len(),
+        alone.len()
+    );
     // Never a guest's slice (1 s) nor a slot (100 ms): p99 under half a
     // slot. Smaller waits happen by design in the open phase at the end of
     // each cycle, where ordinary primaries (the agent itself) go first.

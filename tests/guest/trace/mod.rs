@@ -310,28 +310,35 @@ pub fn record_wake_waits_around(
     }
 }
 
-/// Wake-ups the host let the guest run through, while `during` runs:
-/// each wake-up's wait for a CPU (s, sched_wakeup to the sched_switch
-/// onto the thread) of the threads `during` names, and how many were left
-/// out because the host stalled a virtual CPU in them (host_stalls): the
-/// guest's clock follows the host's, so it counts such a stall as waiting
-/// whatever the scheduler did.
-pub fn wake_waits_the_host_ran<T>(during: impl FnOnce() -> (Vec<i32>, T)) -> (Vec<f64>, usize, T) {
+/// Each wake-up's wait for a CPU (s, sched_wakeup to the sched_switch
+/// onto the thread) of the threads `during` names, while it runs, less
+/// the time in it in which the host stalled a virtual CPU (host_stalls):
+/// the guest's clock follows the host's, so it counts such a stall as
+/// waiting whatever the scheduler did. Only the stall is taken out, so a
+/// wait the scheduler made stays as long as the guest ran through it.
+/// Also: how many waits a stall touched, and the time taken out (s).
+pub fn wake_waits_the_host_ran<T>(
+    during: impl FnOnce() -> (Vec<i32>, T),
+) -> (Vec<f64>, (usize, f64), T) {
     let (text, (tids, out)) = record(
         "mono",
         &["sched_wakeup", "sched_switch", "timer/hrtimer_expire_entry"],
         during,
     );
     let stalled = host_stalls(&runs_from_whole_trace(&text), &tick_times(&text));
-    let (mut kept, mut left_out) = (Vec::new(), 0);
-    for (t0, wait) in timed_wake_waits(&text, &tids) {
-        if stalled.iter().any(|&(a, b)| a < t0 + wait && t0 < b) {
-            left_out += 1;
-        } else {
-            kept.push(wait);
-        }
-    }
-    (kept, left_out, out)
+    let (mut touched, mut taken) = (0, 0.0);
+    let waits = timed_wake_waits(&text, &tids)
+        .into_iter()
+        .map(|(t0, wait)| {
+            let lost = total(&intersect(&[(t0, t0 + wait)], &stalled));
+            if lost > 0.0 {
+                touched += 1;
+                taken += lost;
+            }
+            (wait - lost).max(0.0)
+        })
+        .collect();
+    (waits, (touched, taken), out)
 }
 
 /// When the host did not run a virtual CPU, in a trace with sched_switch
