@@ -15,8 +15,10 @@
 # per run: the removal's wall time, how long the release took, and the
 # probes' count and longest mkdir + rmdir.
 #
-# usage (in the guest, e.g. through
-# `cargo xtask vm --cpus 4 --single-thread -- ...`):
+# usage (in the guest, e.g. through `cargo xtask vm --cpus 4 -- ...`;
+# on single-threaded TCG a preemption sent to another vCPU lands only at
+# that vCPU's turn, which weighs on this workload: see
+# results/soak-runs.md, "Cgroups removed beside full load"):
 #   release-under-load.sh AGENT BIN_DIR [N] [LIMIT_S]
 set -u
 AGENT=$1 BIN=$2 N=${3:-300} LIMIT=${4:-600}
@@ -52,8 +54,8 @@ release_run() {
 		mkdir $CG/probe && rmdir $CG/probe
 		p1=$(now)
 		probes=$((probes + 1))
-		longest=$(awk -v a="$longest" -v d="$(awk -v x="$p0" -v y="$p1" 'BEGIN { print y - x }')" \
-			'BEGIN { print (d > a) ? d : a }')
+		longest=$(awk -v a="$longest" -v x="$p0" -v y="$p1" \
+			'BEGIN { d = y - x; print (d > a) ? d : a }')
 		if awk -v t="$p1" -v s="$t0" -v l="$LIMIT" 'BEGIN { exit !(t - s > l) }'; then
 			echo "$1: $(dying) cgroups still dying after ${LIMIT} s" >&2
 			break
