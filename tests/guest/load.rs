@@ -80,9 +80,19 @@ fn metrics(out: &str) -> impl Iterator<Item = (String, u64, f64)> + '_ {
         let _real: f64 = w.next()?.parse().ok()?;
         let usr: f64 = w.next()?.parse().ok()?;
         let sys: f64 = w.next()?.parse().ok()?;
+        let _per_real: f64 = w.next()?.parse().ok()?;
+        let per_cpu: f64 = w.next()?.parse().ok()?;
+        // The times are printed to 10 ms; the rate per CPU second comes
+        // from the unrounded rusage, so a stressor that ran less than
+        // 5 ms still shows its CPU time through it.
+        let cpu = if usr + sys > 0.0 || per_cpu <= 0.0 {
+            usr + sys
+        } else {
+            ops as f64 / per_cpu
+        };
         STRESSORS
             .contains(&name)
-            .then(|| (name.to_string(), ops, usr + sys))
+            .then(|| (name.to_string(), ops, cpu))
     })
 }
 
@@ -421,4 +431,15 @@ fn cgroup_churn_leaves_bpf_maps_and_agent_memory_at_baseline() {
     assert!(trouble.is_empty(), "the kernel logged: {trouble:#?}");
     let (status, out) = agent.stop();
     assert!(status.success(), "{out}");
+}
+
+/// stress-ng's own lines, no kernel needed: a stressor whose 7 ms of CPU
+/// print as 0.00 s still counts as having run.
+#[test]
+fn a_stressor_under_10_ms_of_cpu_still_ran() {
+    let out = "stress-ng: metrc: [264] schedpolicy           2     10.07      0.00      0.00         0.20         277.05\n\
+stress-ng: metrc: [264] cpu                  59     10.07      0.61      0.13         5.86          79.86\n";
+    let cpu = stressor_cpu_secs(out);
+    assert!((cpu["schedpolicy"] - 2.0 / 277.05).abs() < 1e-9, "{cpu:?}");
+    assert!((cpu["cpu"] - 0.74).abs() < 1e-9, "{cpu:?}");
 }
